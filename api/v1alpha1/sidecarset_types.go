@@ -1,0 +1,305 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Well-known names on pods and SidecarSets. The prefix is sidecarset.dev/.
+const (
+	// AnnotationInjected lists, comma-separated and sorted, the SidecarSets
+	// injected into a pod.
+	AnnotationInjected = "sidecarset.dev/injected"
+	// AnnotationState holds, per SidecarSet, what the webhook and the controller
+	// wrote into a pod (see internal/revision for its JSON).
+	AnnotationState = "sidecarset.dev/state"
+	// AnnotationInject set to "false" by a user opts one pod out of injection.
+	AnnotationInject = "sidecarset.dev/inject"
+	// AnnotationAllowSystemNamespaces set to "true" on a SidecarSet lets it
+	// inject into kube-system, kube-public, kube-node-lease and the manager's
+	// own namespace.
+	AnnotationAllowSystemNamespaces = "sidecarset.dev/allow-system-namespaces"
+	// LabelManaged is "true" on every pod that carries an injection record, so
+	// the manager can watch those pods only.
+	LabelManaged = "sidecarset.dev/managed"
+	// LabelSidecarSet names the SidecarSet a ControllerRevision belongs to.
+	LabelSidecarSet = "sidecarset.dev/sidecarset"
+
+	// PodConditionUpgradable is the pod condition that says whether the
+	// pod's sidecars can be updated in place.
+	PodConditionUpgradable corev1.PodConditionType = "SidecarSetUpgradable"
+	// ReasonUpdateImmutableField is the reason of SidecarSetUpgradable=False:
+	// something other than an image changed, which needs a new pod.
+	ReasonUpdateImmutableField = "UpdateImmutableField"
+)
+
+// Condition types of a SidecarSet.
+const (
+	// ConditionProgressing is True while pods are being moved to the latest
+	// revision.
+	ConditionProgressing = "Progressing"
+	// ConditionComplete is True when every pod the update strategy allows is on
+	// the latest revision and ready.
+	ConditionComplete = "Complete"
+	// ConditionStalled is True when the rollout made no progress within
+	// progressDeadlineSeconds; the rollout then pauses itself.
+	ConditionStalled = "Stalled"
+)
+
+// PodInjectPolicy says where a sidecar goes relative to the pod's own
+// containers.
+// +kubebuilder:validation:Enum=BeforeAppContainer;AfterAppContainer
+type PodInjectPolicy string
+
+const (
+	// BeforeAppContainer puts the sidecar before the pod's own containers.
+	BeforeAppContainer PodInjectPolicy = "BeforeAppContainer"
+	// AfterAppContainer puts the sidecar after the pod's own containers.
+	AfterAppContainer PodInjectPolicy = "AfterAppContainer"
+)
+
+// UpdateStrategyType says whether running pods are updated.
+// +kubebuilder:validation:Enum=RollingUpdate;NotUpdate
+type UpdateStrategyType string
+
+const (
+	// RollingUpdateStrategy updates running pods in place, at the pace the
+	// strategy sets.
+	RollingUpdateStrategy UpdateStrategyType = "RollingUpdate"
+	// NotUpdateStrategy leaves running pods alone; only new pods get the
+	// latest revision.
+	NotUpdateStrategy UpdateStrategyType = "NotUpdate"
+)
+
+// DriftPolicy says what happens when a managed sidecar's image was changed by
+// someone other than the controller.
+// +kubebuilder:validation:Enum=Report;Revert
+type DriftPolicy string
+
+const (
+	// DriftReport counts and reports drifted pods and leaves them as they are.
+	DriftReport DriftPolicy = "Report"
+	// DriftRevert writes the declared image back, within maxUnavailable.
+	DriftRevert DriftPolicy = "Revert"
+)
+
+// AdoptionPolicy says whether pods without an injection record are taken
+// over.
+// +kubebuilder:validation:Enum=Never;SameName
+type AdoptionPolicy string
+
+const (
+	// AdoptNever leaves pods without an injection record unmanaged.
+	AdoptNever AdoptionPolicy = "Never"
+	// AdoptSameName manages a pod that already carries containers with the
+	// sidecars' names whose spec equals the declared one except the image.
+	AdoptSameName AdoptionPolicy = "SameName"
+)
+
+// SidecarContainer is a container the SidecarSet injects: a full
+// corev1.Container plus where it goes.
+type SidecarContainer struct {
+	corev1.Container `json:",inline"`
+
+	// podInjectPolicy puts the sidecar before or after the pod's own
+	// containers. Defaults to BeforeAppContainer.
+	// +optional
+	// +kubebuilder:default=BeforeAppContainer
+	PodInjectPolicy PodInjectPolicy `json:"podInjectPolicy,omitempty"`
+}
+
+// InjectionStrategy controls injection into new pods.
+type InjectionStrategy struct {
+	// paused stops injection into new pods; running pods are still updated.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// UpdateStrategy controls how running pods move to the latest revision.
+type UpdateStrategy struct {
+	// type is RollingUpdate (update running pods in place) or NotUpdate.
+	// +optional
+	// +kubebuilder:default=RollingUpdate
+	Type UpdateStrategyType `json:"type,omitempty"`
+
+	// partition is how many matched pods (an integer, or "N%" of the matched
+	// pods, rounded up) stay on their current revision. With selector, it
+	// counts within the selected pods. Defaults to 0.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	Partition *intstr.IntOrString `json:"partition,omitempty"`
+
+	// maxUnavailable is how many pods (an integer, or "N%" of the matched
+	// pods, rounded up and never 0) may be updating or updated-but-not-ready
+	// at once. Pods that were not ready before go first and do not count.
+	// Defaults to 1.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:default=1
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// paused stops updating running pods; status is still kept.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// selector limits the update to the pods it selects.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// progressDeadlineSeconds is how long the rollout may go without progress
+	// before it is marked Stalled and pauses itself. Defaults to 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// SidecarSetSpec declares sidecars, which pods get them, and how running pods
+// are updated.
+type SidecarSetSpec struct {
+	// namespaceSelector selects the namespaces whose pods are injected. When
+	// unset, every namespace except kube-system, kube-public, kube-node-lease
+	// and the manager's own.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// selector selects the pods to inject. Required and not empty.
+	// +required
+	Selector *metav1.LabelSelector `json:"selector"`
+
+	// containers are the regular sidecars.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Containers []SidecarContainer `json:"containers,omitempty"`
+
+	// initContainers are injected as init containers; restartPolicy: Always
+	// makes a native sidecar.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	InitContainers []SidecarContainer `json:"initContainers,omitempty"`
+
+	// volumes are merged into the pod; a pod volume of the same name wins.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// imagePullSecrets are merged into the pod.
+	// +optional
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// injectionStrategy controls injection into new pods.
+	// +optional
+	InjectionStrategy InjectionStrategy `json:"injectionStrategy,omitempty"`
+
+	// updateStrategy controls how running pods move to the latest revision.
+	// +optional
+	// +kubebuilder:default={}
+	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// driftPolicy is Report or Revert: what happens when a managed sidecar's
+	// image was changed by hand. Defaults to Report.
+	// +optional
+	// +kubebuilder:default=Report
+	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
+
+	// adoptionPolicy is Never or SameName: whether pods that carry a
+	// same-named sidecar but no injection record are taken over. Defaults to
+	// Never.
+	// +optional
+	// +kubebuilder:default=Never
+	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`
+
+	// revisionHistoryLimit is how many old revisions are kept. Revisions that
+	// some pod still runs are never deleted. Defaults to 10.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+}
+
+// SidecarSetStatus reports how far the rollout got.
+type SidecarSetStatus struct {
+	// observedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// latestRevision names the ControllerRevision of the current spec.
+	// +optional
+	LatestRevision string `json:"latestRevision,omitempty"`
+
+	// matchedPods counts pods that match and carry this SidecarSet's injection
+	// record.
+	MatchedPods int32 `json:"matchedPods"`
+
+	// updatedPods counts pods whose spec carries the latest revision.
+	UpdatedPods int32 `json:"updatedPods"`
+
+	// readyPods counts pods that are Ready with every sidecar consistent.
+	ReadyPods int32 `json:"readyPods"`
+
+	// updatedReadyPods counts pods both updated and ready: the in-place update
+	// finished and is healthy.
+	UpdatedReadyPods int32 `json:"updatedReadyPods"`
+
+	// notUpgradablePods counts pods that need a recreate because something
+	// other than an image changed.
+	NotUpgradablePods int32 `json:"notUpgradablePods"`
+
+	// driftedPods counts pods where a managed sidecar's image differs from
+	// what the controller wrote.
+	DriftedPods int32 `json:"driftedPods"`
+
+	// unmanagedPods counts pods that match but carry no injection record.
+	UnmanagedPods int32 `json:"unmanagedPods"`
+
+	// conditions are Progressing, Complete and Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SidecarSet declares sidecar containers once, injects them into matching new
+// pods and rolls new sidecar images into running pods in place.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=scs
+// +kubebuilder:printcolumn:name="MATCHED",type=integer,JSONPath=`.status.matchedPods`
+// +kubebuilder:printcolumn:name="UPDATED",type=integer,JSONPath=`.status.updatedPods`
+// +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyPods`
+// +kubebuilder:printcolumn:name="UPDATED-READY",type=integer,JSONPath=`.status.updatedReadyPods`
+// +kubebuilder:printcolumn:name="NOT-UPGRADABLE",type=integer,JSONPath=`.status.notUpgradablePods`
+// +kubebuilder:printcolumn:name="DRIFTED",type=integer,JSONPath=`.status.driftedPods`
+// +kubebuilder:printcolumn:name="UNMANAGED",type=integer,JSONPath=`.status.unmanagedPods`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type SidecarSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec declares the sidecars and how they are rolled out.
+	// +required
+	Spec SidecarSetSpec `json:"spec"`
+
+	// status reports how far the rollout got.
+	// +optional
+	Status SidecarSetStatus `json:"status,omitempty"`
+}
+
+// SidecarSetList is a list of SidecarSets.
+//
+// +kubebuilder:object:root=true
+type SidecarSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SidecarSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SidecarSet{}, &SidecarSetList{})
+}

@@ -1,0 +1,19 @@
+// Command kube-controller-manager is the upstream controller manager, built
+// from source so that Deployments, ReplicaSets, StatefulSets, Jobs and garbage
+// collection work in tests and the playground.
+package main
+
+import (
+	"os"
+	_ "time/tzdata" // time zones, as the upstream binary has them
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}

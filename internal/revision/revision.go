@@ -1,0 +1,196 @@
+// Package revision computes what identifies a SidecarSet revision and encodes
+// the per-pod record of what was injected and written.
+//
+// A revision has two hashes:
+//
+//   - Hash covers everything the SidecarSet puts into a pod: its containers,
+//     its init containers (native sidecars included), its volumes and its
+//     imagePullSecrets. Two specs with the same Hash inject the same pod.
+//   - ImagelessHash covers the same with every container image blanked. A pod
+//     whose recorded ImagelessHash equals the latest one differs from the
+//     latest revision at most in images, which the kubelet can swap in place.
+//     Any other difference needs a new pod.
+//
+// Volumes and imagePullSecrets are in both hashes. OpenKruise leaves volumes
+// out of both, so editing a SidecarSet's volumes leaves every running pod
+// counted as updated although none has the new volume. A pod's volumes cannot
+// change in place, so here such an edit makes running pods not upgradable:
+// counted, and visible, rather than silently stale. imagePullSecrets are
+// immutable in a pod as well, and a new image may need the new secret to
+// pull, so they count the same way.
+//
+// Selectors, strategies and policies are in neither hash: they change which
+// pods get a revision and how fast, not what a pod runs.
+package revision
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+)
+
+// hashLength is how many characters of the encoded digest a hash keeps.
+const hashLength = 10
+
+// injected is the part of a spec that ends up in a pod, in the order it is
+// hashed. Its JSON is the hash input: encoding/json writes struct fields in a
+// fixed order and map keys sorted, so equal specs always give equal bytes.
+type injected struct {
+	Containers       []v1alpha1.SidecarContainer   `json:"containers,omitempty"`
+	InitContainers   []v1alpha1.SidecarContainer   `json:"initContainers,omitempty"`
+	Volumes          []corev1.Volume               `json:"volumes,omitempty"`
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+}
+
+// Hash returns the hash of everything spec injects into a pod.
+func Hash(spec *v1alpha1.SidecarSetSpec) string {
+	return hashOf(injectedOf(spec, false))
+}
+
+// ImagelessHash returns the hash of everything spec injects into a pod except
+// container images.
+func ImagelessHash(spec *v1alpha1.SidecarSetSpec) string {
+	return hashOf(injectedOf(spec, true))
+}
+
+// Name returns the name of the ControllerRevision that holds spec for the
+// SidecarSet named setName: the set's name and the spec's Hash.
+func Name(setName string, spec *v1alpha1.SidecarSetSpec) string {
+	return setName + "-" + Hash(spec)
+}
+
+func injectedOf(spec *v1alpha1.SidecarSetSpec, blankImages bool) injected {
+	in := injected{
+		Containers:       spec.Containers,
+		InitContainers:   spec.InitContainers,
+		Volumes:          spec.Volumes,
+		ImagePullSecrets: spec.ImagePullSecrets,
+	}
+	if blankImages {
+		in.Containers = withoutImages(spec.Containers)
+		in.InitContainers = withoutImages(spec.InitContainers)
+	}
+	return in
+}
+
+func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
+	out := make([]v1alpha1.SidecarContainer, len(cs))
+	for i := range cs {
+		cs[i].DeepCopyInto(&out[i])
+		out[i].Image = ""
+	}
+	return out
+}
+
+func hashOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// The input is built from API types, which always marshal.
+		panic(fmt.Sprintf("marshal hash input: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return rand.SafeEncodeString(hex.EncodeToString(sum[:]))[:hashLength]
+}
+
+// State is the JSON in a pod's sidecarset.dev/state annotation, keyed by
+// SidecarSet name. Example:
+//
+//	{"mysql-exporter": {
+//	  "revision": "mysql-exporter-5d8c7f9b2x",
+//	  "hash": "5d8c7f9b2x",
+//	  "imagelessHash": "w4b2c9d7f6",
+//	  "containers": [
+//	    {"name": "exporter", "image": "prom/mysqld-exporter:v0.15.1",
+//	     "previousImageID": "docker.io/prom/mysqld-exporter@sha256:1a2b..."},
+//	    {"name": "log-shipper", "init": true, "image": "fluent-bit:3.1"}
+//	  ]}}
+type State map[string]SetState
+
+// SetState is what one SidecarSet injected into a pod and last wrote there.
+type SetState struct {
+	// Revision names the ControllerRevision the pod's sidecars were last set
+	// to, by injection or by an in-place update.
+	Revision string `json:"revision"`
+	// Hash and ImagelessHash are that revision's hashes.
+	Hash          string `json:"hash"`
+	ImagelessHash string `json:"imagelessHash"`
+	// Containers are the injected containers, found by name.
+	Containers []ContainerState `json:"containers"`
+}
+
+// ContainerState is one injected container.
+type ContainerState struct {
+	// Name is the container's name in the pod.
+	Name string `json:"name"`
+	// Init is true for an init container (native sidecars included).
+	Init bool `json:"init,omitempty"`
+	// Image is the image the webhook or the controller last wrote. A pod
+	// image that differs from it was changed by someone else: drift.
+	Image string `json:"image"`
+	// PreviousImageID is the container's status imageID just before the last
+	// in-place update; empty after injection. The update is complete once the
+	// running imageID differs from it.
+	PreviousImageID string `json:"previousImageID,omitempty"`
+}
+
+// Container returns the recorded container named name.
+func (s SetState) Container(name string) (ContainerState, bool) {
+	for _, c := range s.Containers {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return ContainerState{}, false
+}
+
+// Decode reads the state annotation from a pod's annotations. A pod without
+// the annotation has an empty State. A corrupted annotation is an error; the
+// caller treats such a pod as not injected.
+func Decode(annotations map[string]string) (State, error) {
+	raw, ok := annotations[v1alpha1.AnnotationState]
+	if !ok || raw == "" {
+		return State{}, nil
+	}
+	var s State
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return nil, fmt.Errorf("decode annotation %s: %w", v1alpha1.AnnotationState, err)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("decode annotation %s: not a JSON object", v1alpha1.AnnotationState)
+	}
+	for name, st := range s {
+		if name == "" || st.Revision == "" || st.Hash == "" || st.ImagelessHash == "" {
+			return nil, fmt.Errorf("decode annotation %s: entry %q lacks a revision or hash", v1alpha1.AnnotationState, name)
+		}
+	}
+	return s, nil
+}
+
+// Encode returns the annotation value for s.
+func Encode(s State) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		// State holds only strings and bools, which always marshal.
+		panic(fmt.Sprintf("marshal pod state: %v", err))
+	}
+	return string(b)
+}
+
+// InjectedNames returns the value of the sidecarset.dev/injected annotation
+// for s: its SidecarSet names, sorted and comma-separated.
+func InjectedNames(s State) string {
+	names := make([]string, 0, len(s))
+	for name := range s {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
