@@ -40,10 +40,12 @@ import (
 // hashLength is how many characters of the encoded digest a hash keeps.
 const hashLength = 10
 
-// injected is the part of a spec that ends up in a pod, in the order it is
+// Injected is the part of a spec that ends up in a pod, in the order it is
 // hashed. Its JSON is the hash input: encoding/json writes struct fields in a
-// fixed order and map keys sorted, so equal specs always give equal bytes.
-type injected struct {
+// fixed order and map keys sorted, so equal specs always give equal bytes. It
+// is also what a ControllerRevision keeps, so that an older revision can be
+// declared again.
+type Injected struct {
 	Containers       []v1alpha1.SidecarContainer   `json:"containers,omitempty"`
 	InitContainers   []v1alpha1.SidecarContainer   `json:"initContainers,omitempty"`
 	Volumes          []corev1.Volume               `json:"volumes,omitempty"`
@@ -67,8 +69,8 @@ func Name(setName string, spec *v1alpha1.SidecarSetSpec) string {
 	return setName + "-" + Hash(spec)
 }
 
-func injectedOf(spec *v1alpha1.SidecarSetSpec, blankImages bool) injected {
-	in := injected{
+func injectedOf(spec *v1alpha1.SidecarSetSpec, blankImages bool) Injected {
+	in := Injected{
 		Containers:       spec.Containers,
 		InitContainers:   spec.InitContainers,
 		Volumes:          spec.Volumes,
@@ -79,6 +81,30 @@ func injectedOf(spec *v1alpha1.SidecarSetSpec, blankImages bool) injected {
 		in.InitContainers = withoutImages(spec.InitContainers)
 	}
 	return in
+}
+
+// Data returns what a ControllerRevision of spec keeps: the JSON of the
+// injected part of spec.
+func Data(spec *v1alpha1.SidecarSetSpec) []byte {
+	b, err := json.Marshal(injectedOf(spec, false))
+	if err != nil {
+		panic(fmt.Sprintf("marshal revision data: %v", err))
+	}
+	return b
+}
+
+// ApplyData writes the injected part kept in a ControllerRevision's data back
+// into spec, leaving selectors, strategies and policies as they are.
+func ApplyData(spec *v1alpha1.SidecarSetSpec, data []byte) error {
+	var in Injected
+	if err := json.Unmarshal(data, &in); err != nil {
+		return fmt.Errorf("decode revision data: %w", err)
+	}
+	spec.Containers = in.Containers
+	spec.InitContainers = in.InitContainers
+	spec.Volumes = in.Volumes
+	spec.ImagePullSecrets = in.ImagePullSecrets
+	return nil
 }
 
 func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {

@@ -1,0 +1,16 @@
+// Package config embeds the manifests so that binaries (the playground) and
+// tests install exactly what is checked in, wherever they run.
+package config
+
+import "embed"
+
+// CRDs holds the CustomResourceDefinitions generated from api/.
+//
+//go:embed crd/*.yaml
+var CRDs embed.FS
+
+// Webhooks holds the webhook configurations, pointing at the in-cluster
+// service; local environments rewrite the client configs.
+//
+//go:embed webhook/manifests.yaml
+var Webhooks []byte

@@ -1,0 +1,157 @@
+package revision
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+)
+
+func baseSpec() *v1alpha1.SidecarSetSpec {
+	return &v1alpha1.SidecarSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Containers: []v1alpha1.SidecarContainer{{
+			Container: corev1.Container{Name: "exporter", Image: "exporter:1",
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}},
+		}},
+		InitContainers: []v1alpha1.SidecarContainer{{
+			Container: corev1.Container{Name: "shipper", Image: "shipper:1", RestartPolicy: new(corev1.ContainerRestartPolicyAlways)},
+		}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}
+}
+
+func TestHashes(t *testing.T) {
+	base := baseSpec()
+	cases := []struct {
+		name             string
+		edit             func(*v1alpha1.SidecarSetSpec)
+		hashChanges      bool
+		imagelessChanges bool
+	}{
+		{"nothing", func(*v1alpha1.SidecarSetSpec) {}, false, false},
+		{"container image", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].Image = "exporter:2" }, true, false},
+		{"native sidecar image", func(s *v1alpha1.SidecarSetSpec) { s.InitContainers[0].Image = "shipper:2" }, true, false},
+		{"container env", func(s *v1alpha1.SidecarSetSpec) {
+			s.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
+		}, true, true},
+		{"native sidecar args", func(s *v1alpha1.SidecarSetSpec) { s.InitContainers[0].Args = []string{"-v"} }, true, true},
+		{"inject policy", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].PodInjectPolicy = v1alpha1.AfterAppContainer }, true, true},
+		// Unlike OpenKruise, a volume edit is visible: pods cannot take it in place.
+		{"volume", func(s *v1alpha1.SidecarSetSpec) {
+			s.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}
+		}, true, true},
+		{"image pull secret", func(s *v1alpha1.SidecarSetSpec) {
+			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+		}, true, true},
+		{"selector", func(s *v1alpha1.SidecarSetSpec) { s.Selector.MatchLabels["tier"] = "x" }, false, false},
+		{"partition", func(s *v1alpha1.SidecarSetSpec) {
+			s.UpdateStrategy.Partition = new(intstr.FromString("50%"))
+		}, false, false},
+		{"drift policy", func(s *v1alpha1.SidecarSetSpec) { s.DriftPolicy = v1alpha1.DriftRevert }, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := baseSpec()
+			tc.edit(edited)
+			if got := Hash(edited) != Hash(base); got != tc.hashChanges {
+				t.Errorf("Hash changed = %v, want %v", got, tc.hashChanges)
+			}
+			if got := ImagelessHash(edited) != ImagelessHash(base); got != tc.imagelessChanges {
+				t.Errorf("ImagelessHash changed = %v, want %v", got, tc.imagelessChanges)
+			}
+		})
+	}
+}
+
+func TestHashDoesNotMutate(t *testing.T) {
+	spec := baseSpec()
+	ImagelessHash(spec)
+	if spec.Containers[0].Image != "exporter:1" || spec.InitContainers[0].Image != "shipper:1" {
+		t.Errorf("ImagelessHash blanked the caller's images: %+v", spec)
+	}
+}
+
+func TestName(t *testing.T) {
+	spec := baseSpec()
+	got := Name("mysql-exporter", spec)
+	if want := "mysql-exporter-" + Hash(spec); got != want || len(Hash(spec)) != hashLength {
+		t.Errorf("Name = %q, want %q with a %d-character hash", got, want, hashLength)
+	}
+}
+
+func TestDataRoundTrip(t *testing.T) {
+	old := baseSpec()
+	data := Data(old)
+	current := baseSpec()
+	current.Containers[0].Image = "exporter:2"
+	current.UpdateStrategy.Paused = true
+	if err := ApplyData(current, data); err != nil {
+		t.Fatal(err)
+	}
+	if Hash(current) != Hash(old) {
+		t.Errorf("after ApplyData the hash is %s, want the old revision's %s", Hash(current), Hash(old))
+	}
+	if !current.UpdateStrategy.Paused {
+		t.Errorf("ApplyData changed the update strategy")
+	}
+	if err := ApplyData(current, []byte("{")); err == nil {
+		t.Errorf("ApplyData accepted broken data")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	good := State{"a": {Revision: "a-1", Hash: "h", ImagelessHash: "i",
+		Containers: []ContainerState{{Name: "c", Image: "c:1", PreviousImageID: "sha256:00"}}}}
+	cases := []struct {
+		name    string
+		value   *string
+		want    State
+		wantErr bool
+	}{
+		{name: "absent", value: nil, want: State{}},
+		{name: "empty", value: new(""), want: State{}},
+		{name: "round trip", value: new(Encode(good)), want: good},
+		{name: "not JSON", value: new("{oops"), wantErr: true},
+		{name: "JSON null", value: new("null"), wantErr: true},
+		{name: "array", value: new("[]"), wantErr: true},
+		{name: "wrong type", value: new(`{"a": 1}`), wantErr: true},
+		{name: "missing hash", value: new(`{"a": {"revision": "a-1"}}`), wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ann := map[string]string{"other": "kept"}
+			if tc.value != nil {
+				ann[v1alpha1.AnnotationState] = *tc.value
+			}
+			got, err := Decode(ann)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Decode error = %v, wantErr %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); !tc.wantErr && diff != "" {
+				t.Errorf("Decode (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInjectedNames(t *testing.T) {
+	s := State{"b": {}, "a": {}, "c": {}}
+	if got := InjectedNames(s); got != "a,b,c" {
+		t.Errorf("InjectedNames = %q, want a,b,c", got)
+	}
+}
+
+func TestContainer(t *testing.T) {
+	s := SetState{Containers: []ContainerState{{Name: "x", Image: "x:1"}}}
+	if c, ok := s.Container("x"); !ok || c.Image != "x:1" {
+		t.Errorf("Container(x) = %+v, %v", c, ok)
+	}
+	if _, ok := s.Container("y"); ok {
+		t.Errorf("Container(y) found")
+	}
+}

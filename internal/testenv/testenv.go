@@ -1,0 +1,250 @@
+// Package testenv starts a real control plane on loopback: etcd and
+// kube-apiserver through controller-runtime's envtest, with the project's
+// CRDs installed, and on request kube-controller-manager against them so that
+// Deployments, ReplicaSets, StatefulSets, Jobs and garbage collection work.
+//
+// The binaries come from KUBEBUILDER_ASSETS, which `make test` points at the
+// folder hack/control-plane.sh builds. Without them Start fails loudly: an
+// integration test that cannot reach a real apiserver must not pass.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	sidecarscheme "github.com/sidecarset/sidecarset/internal/scheme"
+)
+
+// AssetsEnv names the environment variable that holds the folder with etcd,
+// kube-apiserver and kube-controller-manager.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// Options says what to start besides etcd and kube-apiserver.
+type Options struct {
+	// ControllerManager starts kube-controller-manager too (every controller
+	// except node lifecycle, which would evict pods from nodes that do not
+	// renew leases).
+	ControllerManager bool
+	// Webhooks, when set, are installed into the apiserver pointing at a
+	// local serving host and port that envtest allocates; the caller serves
+	// the webhooks there with the certificates in LocalServingCertDir.
+	Webhooks *envtest.WebhookInstallOptions
+	// Output receives the control-plane processes' logs; nil discards them.
+	Output io.Writer
+}
+
+// Env is a running control plane.
+type Env struct {
+	// Config reaches the apiserver as a cluster administrator.
+	Config *rest.Config
+	// Client is a controller-runtime client with the project's scheme.
+	Client client.Client
+	// Scheme knows the built-in types and the SidecarSet API.
+	Scheme *runtime.Scheme
+	// KubeConfig is an administrator's kubeconfig for this apiserver.
+	KubeConfig []byte
+	// Webhooks is what was installed, with the local serving address and
+	// certificates filled in; nil unless Options.Webhooks was set.
+	Webhooks *envtest.WebhookInstallOptions
+
+	env *envtest.Environment
+	kcm *exec.Cmd
+	// kcmExited is closed once kube-controller-manager has exited;
+	// kcmErr then holds how.
+	kcmExited chan struct{}
+	kcmErr    error
+	dir       string
+}
+
+// Assets returns the folder holding the control-plane binaries, checking that
+// each one is there.
+func Assets() (string, error) {
+	dir := os.Getenv(AssetsEnv)
+	if dir == "" {
+		return "", fmt.Errorf("%s is not set: run the tests with `make test`, or set it to the folder that hack/control-plane.sh prints", AssetsEnv)
+	}
+	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return "", fmt.Errorf("%s=%s lacks %s (run hack/control-plane.sh to build it): %w", AssetsEnv, dir, bin, err)
+		}
+	}
+	return dir, nil
+}
+
+// Start starts etcd and kube-apiserver, installs the CRDs and, as asked,
+// kube-controller-manager and the webhook configurations. Stop it with Stop.
+func Start(opts Options) (_ *Env, err error) {
+	assets, err := Assets()
+	if err != nil {
+		return nil, err
+	}
+	crds, err := CRDs()
+	if err != nil {
+		return nil, fmt.Errorf("read CRDs: %w", err)
+	}
+	scheme := sidecarscheme.New()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		Scheme:                scheme,
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme},
+		ErrorIfCRDPathMissing: true,
+	}
+	if opts.Webhooks != nil {
+		env.WebhookInstallOptions = *opts.Webhooks
+	}
+	if opts.Output != nil {
+		env.AttachControlPlaneOutput = true
+		env.ControlPlane.GetAPIServer().Out = opts.Output
+		env.ControlPlane.GetAPIServer().Err = opts.Output
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start etcd and kube-apiserver from %s: %w", assets, err)
+	}
+	e := &Env{Config: cfg, Scheme: scheme, env: env}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.Stop())
+		}
+	}()
+	if opts.Webhooks != nil {
+		e.Webhooks = &env.WebhookInstallOptions
+	}
+	if e.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, fmt.Errorf("client for the apiserver: %w", err)
+	}
+	if e.dir, err = os.MkdirTemp("", "sidecarset-testenv-"); err != nil {
+		return nil, err
+	}
+	admin, err := env.AddUser(envtest.User{Name: "sidecarset-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add an administrator: %w", err)
+	}
+	if e.KubeConfig, err = admin.KubeConfig(); err != nil {
+		return nil, fmt.Errorf("administrator kubeconfig: %w", err)
+	}
+	if opts.ControllerManager {
+		if err := e.startControllerManager(assets, opts.Output); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Env) startControllerManager(assets string, out io.Writer) error {
+	kubeconfig := filepath.Join(e.dir, "kube-controller-manager.kubeconfig")
+	if err := os.WriteFile(kubeconfig, e.KubeConfig, 0o600); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	apiserver := e.env.ControlPlane.GetAPIServer()
+	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
+		"--kubeconfig="+kubeconfig,
+		"--leader-elect=false",
+		// Signs the default ServiceAccounts' tokens with the apiserver's key.
+		"--service-account-private-key-file="+filepath.Join(apiserver.CertDir, "sa-signer.key"),
+		"--use-service-account-credentials=false",
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		// Simulated nodes do not renew leases the way the node lifecycle
+		// controller expects; with it on, their pods would be evicted.
+		"--controllers=*,-nodelifecycle",
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+		"--concurrent-deployment-syncs=10",
+		"--concurrent-replicaset-syncs=10",
+		"--concurrent-statefulset-syncs=10",
+	)
+	cmd.Stdout, cmd.Stderr = out, out
+	if out == nil {
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start kube-controller-manager: %w", err)
+	}
+	e.kcm = cmd
+	e.kcmExited = make(chan struct{})
+	go func() {
+		e.kcmErr = cmd.Wait()
+		close(e.kcmExited)
+	}()
+
+	// The service-account controller creates "default" in every namespace
+	// once the controller manager runs: the sign that it is up.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-e.kcmExited:
+			return false, fmt.Errorf("kube-controller-manager exited: %v", e.kcmErr)
+		default:
+		}
+		sa := &corev1.ServiceAccount{}
+		err := e.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "default"}, sa)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("wait for kube-controller-manager: %w", err)
+	}
+	return nil
+}
+
+// Stop stops every process Start started, the controller manager first, and
+// removes their files.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.kcm != nil {
+		// A negative pid signals the whole process group.
+		_ = syscall.Kill(-e.kcm.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-e.kcmExited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-e.kcm.Process.Pid, syscall.SIGKILL)
+			<-e.kcmExited
+		}
+		e.kcm = nil
+	}
+	if e.env != nil {
+		if err := e.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop etcd and kube-apiserver: %w", err))
+		}
+	}
+	if e.dir != "" {
+		errs = append(errs, os.RemoveAll(e.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
