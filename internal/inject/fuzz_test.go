@@ -1,0 +1,127 @@
+package inject_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/testutil"
+)
+
+// FuzzInject checks, for any pod, namespace and sets, that Inject does not
+// panic, leaves its inputs alone, writes records that decode, never gives a
+// container name twice, and, run again on its own output, never injects a
+// set twice.
+func FuzzInject(f *testing.F) {
+	seed := func(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, state string) {
+		f.Add(mustJSON(f, pod), mustJSON(f, sets), mustJSON(f, ns), state)
+	}
+	ns, pod, sets := benchCluster(3)
+	seed(pod, ns, sets, "")
+	seed(dbPod().InitContainers(guaranteed("setup", setupImage).Obj()).Obj(), shop, []*v1alpha1.SidecarSet{setA().Obj(), setB().Obj()}, "")
+	seed(dbPod().Container("log", "log:1").Obj(), nil, []*v1alpha1.SidecarSet{setA().Obj(), setB().NamespaceSelector(map[string]string{"team": "data"}).Obj()}, "")
+	seed(dbPod().RestartPolicy(corev1.RestartPolicyNever).Volumes(testutil.EmptyDirVolume("shared")).Obj(), shop, []*v1alpha1.SidecarSet{
+		testutil.SidecarSet("v1").Selector(dbLabels).Volumes(testutil.HostPathVolume("shared", "/a"), testutil.HostPathVolume("conf", "/a")).Container("x", "x:1").Obj(),
+		testutil.SidecarSet("v2").Selector(dbLabels).Volumes(testutil.HostPathVolume("conf", "/b")).ImagePullSecrets("s").Container("x", "x:2").Obj(),
+	}, "")
+	seed(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{setA().Obj()}, `{"a":{"revision":"a-1","hash":"1","imagelessHash":"2","containers":[]}}`)
+	seed(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{setA().Obj()}, `{"a":`)
+	seed(testutil.Pod("", "p").Labels(dbLabels).Obj(), testutil.Namespace("kube-system", nil), []*v1alpha1.SidecarSet{
+		setA().Annotations(map[string]string{v1alpha1.AnnotationAllowSystemNamespaces: "true"}).Obj(),
+	}, "null")
+	seed(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{testutil.SidecarSet("").Selector(dbLabels).Obj()}, "")
+
+	f.Fuzz(func(t *testing.T, podJSON, setsJSON, nsJSON []byte, state string) {
+		var pod *corev1.Pod
+		var ns *corev1.Namespace
+		var sets []*v1alpha1.SidecarSet
+		if json.Unmarshal(podJSON, &pod) != nil || pod == nil || json.Unmarshal(nsJSON, &ns) != nil || json.Unmarshal(setsJSON, &sets) != nil {
+			return
+		}
+		// The webhook and the CLI never pass nil sets.
+		kept := sets[:0]
+		for _, s := range sets {
+			if s != nil {
+				kept = append(kept, s)
+			}
+		}
+		sets = kept
+		if state != "" {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[v1alpha1.AnnotationState] = state
+		}
+		podBefore, nsBefore, setsBefore := pod.DeepCopy(), ns.DeepCopy(), deepCopies(sets)
+
+		got := inject.Inject(pod, ns, sets, opts)
+
+		if !equality.Semantic.DeepEqual(podBefore, pod) || !equality.Semantic.DeepEqual(nsBefore, ns) || !equality.Semantic.DeepEqual(setsBefore, sets) {
+			t.Fatal("Inject() modified its input")
+		}
+		if len(got.Injected) == 0 {
+			if !equality.Semantic.DeepEqual(pod, got.Pod) {
+				t.Fatal("Inject() changed the pod but reports nothing injected")
+			}
+			return
+		}
+		recorded, err := revision.Decode(got.Pod.Annotations)
+		if err != nil {
+			t.Fatalf("Inject() wrote a state annotation that does not decode: %v", err)
+		}
+		for _, name := range got.Injected {
+			if _, ok := recorded[name]; !ok {
+				t.Fatalf("Inject() injected %q without recording it", name)
+			}
+		}
+		if got.Pod.Annotations[v1alpha1.AnnotationInjected] != revision.InjectedNames(recorded) || got.Pod.Labels[v1alpha1.LabelManaged] != "true" {
+			t.Fatal("Inject() wrote inconsistent records")
+		}
+		checkNamesAdded(t, pod, got.Pod)
+
+		again := inject.Inject(got.Pod, ns, sets, opts)
+		for _, name := range again.Injected {
+			if _, ok := recorded[name]; ok {
+				t.Fatalf("Inject() on its own output injected %q again", name)
+			}
+		}
+		checkNamesAdded(t, got.Pod, again.Pod)
+	})
+}
+
+// checkNamesAdded fails when after uses a container name more often than
+// before did, other than once for a newly added name.
+func checkNamesAdded(t *testing.T, before, after *corev1.Pod) {
+	t.Helper()
+	count := func(p *corev1.Pod) map[string]int {
+		n := map[string]int{}
+		for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, c := range cs {
+				n[c.Name]++
+			}
+		}
+		for _, c := range p.Spec.EphemeralContainers {
+			n[c.Name]++
+		}
+		return n
+	}
+	was := count(before)
+	for name, n := range count(after) {
+		if n > max(was[name], 1) {
+			t.Fatalf("container %q is in the pod %d times, was %d", name, n, was[name])
+		}
+	}
+}
+
+func mustJSON(f *testing.F, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}

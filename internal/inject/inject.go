@@ -1,0 +1,398 @@
+// Package inject decides what SidecarSet injection does to a new pod: which
+// SidecarSets match, where their containers go, how volumes and
+// imagePullSecrets merge, the records written on the pod, and the admission
+// warnings. It is pure (no client, no I/O); the mutating webhook and
+// `kubectl sidecarset inject` both call it.
+//
+// Inject never fails a pod. A problem with one SidecarSet (an invalid or
+// empty selector, a container name the pod already uses, no name) skips
+// that set with a warning: one bad SidecarSet must not block pod creation in
+// the namespaces it matches, and the apiserver's own validation still
+// refuses a pod that is invalid for other reasons. Which sets match is
+// Matches's business; a pod annotated sidecarset.dev/inject: "false" and a
+// set with injectionStrategy.paused get nothing.
+//
+// # Placement
+//
+// SidecarSets are taken in name order, and each set's containers in declared
+// order. A container with podInjectPolicy AfterAppContainer goes after the
+// pod's own containers; any other (BeforeAppContainer, or empty, the
+// default) goes before them. Init containers follow the same rule against
+// the pod's own init containers, so by default they run first, which is what
+// a native sidecar (restartPolicy: Always) wants: it is up before any other
+// container starts. Worked case: the pod has containers [app] and init
+// containers [setup]; SidecarSet "a" declares containers proxy (default) and
+// log (AfterAppContainer) and init container mesh-init (native); SidecarSet
+// "b" declares container exporter (BeforeAppContainer) and init container
+// wait (AfterAppContainer). The pod gets containers
+// [proxy exporter app log] and init containers [mesh-init setup wait].
+//
+// # Merging
+//
+// A SidecarSet is injected whole or not at all: its record claims the
+// revision's Hash, which covers all its containers, volumes and
+// imagePullSecrets. A set that declares a container whose name the pod
+// already uses (or an earlier set in the same call, or the set itself twice)
+// is skipped with a warning and the pod keeps its own container; such a pod
+// then counts as unmanaged, and adoptionPolicy SameName may take it over.
+//
+// Volumes merge by name: a pod's own volume always wins, silently (the
+// contract lets a pod override a SidecarSet's volume). Identical volumes from
+// several sets collapse into one; if two sets define the same name
+// differently, the first by set name wins and a warning names both.
+// imagePullSecrets merge by name.
+//
+// # Records
+//
+// Each injected set gets an entry in the pod's sidecarset.dev/state
+// annotation (see revision.State): its revision name, both hashes, and each
+// injected container's name, init flag and image, containers before init
+// containers, each in declared order. sidecarset.dev/injected lists the sets
+// in the state, and the label sidecarset.dev/managed is "true". Entries of
+// sets injected earlier are kept.
+//
+// A set already in the pod's state is never injected again, whatever its
+// revision: the webhook is reinvoked (reinvocationPolicy IfNeeded) on pods
+// it has already injected, and moving a running pod to a newer revision is
+// the controller's job. A state annotation that cannot be read is treated as
+// empty, with a warning; if a set is then injected, the new state replaces
+// it, and if not, the pod keeps it untouched. Containers injected before the
+// record was lost are still in the pod, so the name rule above keeps them
+// from being injected twice.
+//
+// # Warnings
+//
+// Besides skipped sets, Inject warns, naming the set and the container, when
+// an injected container has no resource requests or limits (unless the pod
+// has pod-level resources, which bound it), when its image is a tag rather
+// than a digest (no "@"), and when a regular container goes into a pod with
+// restartPolicy Never or OnFailure, which then never completes. A last
+// warning names the containers that change the pod's QoS class, computed as
+// the kubelet does before and after injection; Guaranteed to Burstable
+// matters most, as it moves the pod ahead in OOM-kill and eviction order.
+package inject
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// Options carries what injection needs beyond the pod and the sets.
+type Options struct {
+	// ManagerNamespace is the manager's own namespace. Like kube-system,
+	// kube-public and kube-node-lease, it is never injected unless the
+	// SidecarSet carries sidecarset.dev/allow-system-namespaces: "true": a
+	// sidecar that breaks the manager's pods would stop the webhook that
+	// could fix them. Empty means no namespace beyond the system ones.
+	ManagerNamespace string
+	// Cache, when set, keeps parsed selectors and revision hashes across
+	// calls. The webhook should hold one for its lifetime: without it each
+	// injection hashes every matching SidecarSet again.
+	Cache *Cache
+}
+
+// Result is the outcome of injecting one pod.
+type Result struct {
+	// Pod is a deep copy of the input pod with the sidecars and records
+	// added. It equals the input when Injected is empty.
+	Pod *corev1.Pod
+	// Injected names the SidecarSets injected by this call, sorted; empty
+	// means nothing changed.
+	Injected []string
+	// Warnings are admission warnings for the client (kubectl prints them),
+	// in the order the sets were taken. Each names the SidecarSets and
+	// containers it is about.
+	Warnings []string
+}
+
+// Inject returns pod with every matching SidecarSet injected, by the rules
+// of the package documentation. ns is the pod's namespace: its name and
+// labels are matched as Matches describes; nil means the labels are unknown,
+// so only sets without a namespaceSelector can match. The inputs are never
+// modified.
+func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, opts Options) Result {
+	res := Result{Pod: pod.DeepCopy()}
+	if pod.Annotations[v1alpha1.AnnotationInject] == "false" {
+		return res
+	}
+	b := newBuilder(res.Pod)
+	state, err := revision.Decode(pod.Annotations)
+	if err != nil {
+		b.warn("ignoring the pod's annotation %s, which cannot be read (%v); the record of a SidecarSet injected now replaces it", v1alpha1.AnnotationState, err)
+		state = revision.State{}
+	}
+
+	ordered := slices.Clone(sets)
+	slices.SortStableFunc(ordered, func(a, b *v1alpha1.SidecarSet) int { return strings.Compare(a.Name, b.Name) })
+	nsName := namespaceName(pod, ns)
+	for _, set := range ordered {
+		if set.Name == "" {
+			// Only a file can hold one; its record would have no key.
+			b.warn("a SidecarSet without a name is not injected")
+			continue
+		}
+		if _, ok := state[set.Name]; ok {
+			continue // injected before: reinvocation must not inject twice
+		}
+		if set.Spec.InjectionStrategy.Paused || !namespaceAllowed(set, nsName, opts) {
+			continue
+		}
+		c := opts.Cache.compiled(set)
+		ok, err := selected(c, pod.Labels, ns)
+		if err != nil {
+			b.warn("SidecarSet %q not injected: %v", set.Name, err)
+			continue
+		}
+		if !ok || !b.claim(set) {
+			continue
+		}
+		state[set.Name] = b.add(set, c.head())
+		res.Injected = append(res.Injected, set.Name)
+	}
+
+	if len(res.Injected) > 0 {
+		b.finish()
+		writeRecords(res.Pod, state)
+		if msg := qosWarning(pod, res.Pod, b.injected); msg != "" {
+			b.warn("%s", msg)
+		}
+	}
+	res.Warnings = b.warnings
+	return res
+}
+
+// writeRecords writes state, the list of injected sets and the managed label
+// into pod.
+func writeRecords(pod *corev1.Pod, state revision.State) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[v1alpha1.LabelManaged] = "true"
+}
+
+// builder collects what the sets add to pod, which it owns, and puts the
+// containers in place once all sets are known.
+type builder struct {
+	pod *corev1.Pod
+	// owner maps each container name in use to "" for the pod's own
+	// containers or to the SidecarSet that injected it in this call.
+	owner map[string]string
+	// volumeOwner maps the names of volumes added in this call to the set
+	// that added them.
+	volumeOwner map[string]string
+
+	// injected are the sidecars in the order they were taken in.
+	injected []sidecar
+
+	// warnings are in the order the sets were taken.
+	warnings []string
+}
+
+func (b *builder) warn(format string, args ...any) {
+	b.warnings = append(b.warnings, fmt.Sprintf(format, args...))
+}
+
+// sidecar is one container a set injects.
+type sidecar struct {
+	set  string
+	c    *v1alpha1.SidecarContainer
+	init bool
+}
+
+func (s sidecar) after() bool { return s.c.PodInjectPolicy == v1alpha1.AfterAppContainer }
+
+func newBuilder(pod *corev1.Pod) *builder {
+	spec := &pod.Spec
+	// Room for a few sidecars too, so the map rarely grows.
+	b := &builder{pod: pod, owner: make(map[string]string, len(spec.InitContainers)+len(spec.Containers)+8)}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			b.owner[cs[i].Name] = ""
+		}
+	}
+	// Ephemeral containers share the pod's container names.
+	for i := range spec.EphemeralContainers {
+		b.owner[spec.EphemeralContainers[i].Name] = ""
+	}
+	return b
+}
+
+// sidecarsOf yields set's containers, then its init containers, each with
+// whether it is an init container.
+func sidecarsOf(set *v1alpha1.SidecarSet) iter.Seq2[*v1alpha1.SidecarContainer, bool] {
+	return func(yield func(*v1alpha1.SidecarContainer, bool) bool) {
+		for i := range set.Spec.Containers {
+			if !yield(&set.Spec.Containers[i], false) {
+				return
+			}
+		}
+		for i := range set.Spec.InitContainers {
+			if !yield(&set.Spec.InitContainers[i], true) {
+				return
+			}
+		}
+	}
+}
+
+// claim takes the names of set's containers and reports whether it could:
+// when one is already in use, it gives back those it took and warns.
+func (b *builder) claim(set *v1alpha1.SidecarSet) bool {
+	for sc := range sidecarsOf(set) {
+		owner, taken := b.owner[sc.Name]
+		if !taken {
+			b.owner[sc.Name] = set.Name
+			continue
+		}
+		for sc := range sidecarsOf(set) {
+			if b.owner[sc.Name] == set.Name {
+				delete(b.owner, sc.Name)
+			}
+		}
+		switch owner {
+		case "":
+			b.warn("SidecarSet %q not injected: the pod already has a container named %q, which it keeps", set.Name, sc.Name)
+		case set.Name:
+			b.warn("SidecarSet %q not injected: it declares container %q twice", set.Name, sc.Name)
+		default:
+			b.warn("SidecarSet %q not injected: container %q is already injected by SidecarSet %q", set.Name, sc.Name, owner)
+		}
+		return false
+	}
+	return true
+}
+
+// add takes in set's containers, volumes and imagePullSecrets and returns
+// the set's record: rec, the revision and hashes, with the containers.
+func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState) revision.SetState {
+	n := len(set.Spec.Containers) + len(set.Spec.InitContainers)
+	rec.Containers = make([]revision.ContainerState, 0, n)
+	b.injected = slices.Grow(b.injected, n)
+	for sc, init := range sidecarsOf(set) {
+		b.injected = append(b.injected, sidecar{set: set.Name, c: sc, init: init})
+		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init, Image: sc.Image})
+		b.warnContainer(set.Name, sc, init)
+	}
+	for i := range set.Spec.Volumes {
+		b.addVolume(set.Name, &set.Spec.Volumes[i])
+	}
+	for _, s := range set.Spec.ImagePullSecrets {
+		if !slices.Contains(b.pod.Spec.ImagePullSecrets, s) {
+			b.pod.Spec.ImagePullSecrets = append(b.pod.Spec.ImagePullSecrets, s)
+		}
+	}
+	return rec
+}
+
+func (b *builder) addVolume(setName string, v *corev1.Volume) {
+	i := slices.IndexFunc(b.pod.Spec.Volumes, func(pv corev1.Volume) bool { return pv.Name == v.Name })
+	if i < 0 {
+		if b.volumeOwner == nil {
+			b.volumeOwner = map[string]string{}
+		}
+		b.volumeOwner[v.Name] = setName
+		b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, corev1.Volume{})
+		v.DeepCopyInto(&b.pod.Spec.Volumes[len(b.pod.Spec.Volumes)-1])
+		return
+	}
+	owner, fromSet := b.volumeOwner[v.Name]
+	if fromSet && !equality.Semantic.DeepEqual(&b.pod.Spec.Volumes[i], v) {
+		b.warn("SidecarSet %q volume %q differs from the one SidecarSet %q declares; the pod gets SidecarSet %q's", setName, v.Name, owner, owner)
+	}
+}
+
+// finish puts the sidecars around the pod's own containers.
+func (b *builder) finish() {
+	spec := &b.pod.Spec
+	spec.Containers = b.around(false, spec.Containers)
+	spec.InitContainers = b.around(true, spec.InitContainers)
+}
+
+// around returns own with deep copies of the sidecars that are init
+// containers or not, as init says, before and after it.
+func (b *builder) around(init bool, own []corev1.Container) []corev1.Container {
+	var before, after int
+	for _, s := range b.injected {
+		switch {
+		case s.init != init:
+		case s.after():
+			after++
+		default:
+			before++
+		}
+	}
+	if before+after == 0 {
+		return own
+	}
+	out := make([]corev1.Container, before, before+len(own)+after)
+	i := 0
+	for _, s := range b.injected {
+		if s.init == init && !s.after() {
+			s.c.Container.DeepCopyInto(&out[i])
+			i++
+		}
+	}
+	out = append(out, own...)
+	for _, s := range b.injected {
+		if s.init == init && s.after() {
+			out = append(out, corev1.Container{})
+			s.c.Container.DeepCopyInto(&out[len(out)-1])
+		}
+	}
+	return out
+}
+
+// warnContainer warns about one injected container.
+func (b *builder) warnContainer(setName string, sc *v1alpha1.SidecarContainer, init bool) {
+	// With pod-level resources the pod's budget bounds the sidecar.
+	if len(sc.Resources.Requests) == 0 && len(sc.Resources.Limits) == 0 && !podLevelResourcesSet(b.pod) {
+		b.warn("SidecarSet %q container %q has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses", setName, sc.Name)
+	}
+	if !strings.Contains(sc.Image, "@") {
+		b.warn("SidecarSet %q container %q image %q is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images", setName, sc.Name, sc.Image)
+	}
+	// A regular container keeps running after the app exits, so a pod that
+	// is meant to finish never does; the kubelet stops a native sidecar once
+	// the regular containers have exited.
+	if policy := b.pod.Spec.RestartPolicy; !init && (policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure) {
+		b.warn("SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: declare it under initContainers with restartPolicy: Always", setName, sc.Name, policy)
+	}
+}
+
+// qosWarning returns a warning when injection changed the pod's QoS class
+// from before to after, naming the injected containers that did it.
+func qosWarning(before, after *corev1.Pod, injected []sidecar) string {
+	if podLevelResourcesSet(before) {
+		return "" // the pod-level resources alone decide the class
+	}
+	was, is := containersQOS(before), containersQOS(after)
+	if was == is {
+		return ""
+	}
+	var culprits []string
+	for _, s := range injected {
+		if containerQOS(&s.c.Resources) != was {
+			culprits = append(culprits, fmt.Sprintf("SidecarSet %q container %q", s.set, s.c.Name))
+		}
+	}
+	msg := fmt.Sprintf("injection changes the pod's QoS class from %s to %s (%s)", was, is, strings.Join(culprits, ", "))
+	if was == corev1.PodQOSGuaranteed {
+		// The kubelet's OOM score and eviction order both favour Guaranteed
+		// pods; the class also gates exclusive CPUs under the static CPU
+		// manager policy.
+		msg += ": under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed"
+	}
+	return msg
+}

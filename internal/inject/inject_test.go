@@ -1,0 +1,524 @@
+package inject_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/testutil"
+)
+
+// Images by digest, so only the cases about tags get the tag warning.
+const (
+	appImage      = "registry.example/app@sha256:a1"
+	setupImage    = "registry.example/setup@sha256:a2"
+	proxyImage    = "registry.example/proxy@sha256:b1"
+	logImage      = "registry.example/log@sha256:b2"
+	meshImage     = "registry.example/mesh@sha256:b3"
+	exporterImage = "registry.example/exporter@sha256:c1"
+	waitImage     = "registry.example/wait@sha256:c2"
+)
+
+var (
+	dbLabels = map[string]string{"app": "db"}
+	managed  = map[string]string{v1alpha1.LabelManaged: "true"}
+	shop     = testutil.Namespace("shop", map[string]string{"team": "data"})
+	opts     = inject.Options{ManagerNamespace: "sidecarset-system"}
+)
+
+// guaranteed starts a container with requests equal to limits, which keeps a
+// Guaranteed pod Guaranteed and draws no warning about resources.
+func guaranteed(name, image string) *testutil.ContainerBuilder {
+	return testutil.Container(name, image).Requests("10m", "16Mi").Limits("10m", "16Mi")
+}
+
+// dbPod starts the pod most cases use: shop/db-0, labelled app=db, with one
+// Guaranteed app container.
+func dbPod() *testutil.PodBuilder {
+	return testutil.Pod("shop", "db-0").Labels(dbLabels).Containers(guaranteed("app", appImage).Obj())
+}
+
+// setA declares the package documentation's SidecarSet "a": proxy (default
+// policy), log (AfterAppContainer) and the native sidecar mesh-init.
+func setA() *testutil.SidecarSetBuilder {
+	return testutil.SidecarSet("a").Selector(dbLabels).
+		Containers(guaranteed("proxy", proxyImage).Sidecar(""), guaranteed("log", logImage).Sidecar(v1alpha1.AfterAppContainer)).
+		InitContainers(guaranteed("mesh-init", meshImage).RestartAlways().Sidecar(""))
+}
+
+// setB declares the package documentation's SidecarSet "b": exporter
+// (BeforeAppContainer) and the init container wait (AfterAppContainer).
+func setB() *testutil.SidecarSetBuilder {
+	return testutil.SidecarSet("b").Selector(dbLabels).
+		Containers(guaranteed("exporter", exporterImage).Sidecar(v1alpha1.BeforeAppContainer)).
+		InitContainers(guaranteed("wait", waitImage).Sidecar(v1alpha1.AfterAppContainer))
+}
+
+// entry is the record Inject writes for set with these containers; a set
+// without containers records an empty list, not null.
+func entry(set *v1alpha1.SidecarSet, containers ...revision.ContainerState) revision.SetState {
+	return revision.SetState{
+		Revision:      revision.Name(set.Name, &set.Spec),
+		Hash:          revision.Hash(&set.Spec),
+		ImagelessHash: revision.ImagelessHash(&set.Spec),
+		Containers:    append([]revision.ContainerState{}, containers...),
+	}
+}
+
+func ctr(name, image string) revision.ContainerState {
+	return revision.ContainerState{Name: name, Image: image}
+}
+
+func initCtr(name, image string) revision.ContainerState {
+	return revision.ContainerState{Name: name, Init: true, Image: image}
+}
+
+// records are the annotations that hold state.
+func records(state revision.State) map[string]string {
+	return map[string]string{
+		v1alpha1.AnnotationState:    revision.Encode(state),
+		v1alpha1.AnnotationInjected: revision.InjectedNames(state),
+	}
+}
+
+// aEntry and bEntry are the records of setA and setB injected whole.
+func aEntry() revision.SetState {
+	return entry(setA().Obj(), ctr("proxy", proxyImage), ctr("log", logImage), initCtr("mesh-init", meshImage))
+}
+
+func bEntry() revision.SetState {
+	return entry(setB().Obj(), ctr("exporter", exporterImage), initCtr("wait", waitImage))
+}
+
+func TestInject(t *testing.T) {
+	injectedByA := inject.Inject(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{setA().Obj()}, opts).Pod
+	oldSet := testutil.SidecarSet("old").Selector(dbLabels).Container("old-agent", "registry.example/old@sha256:d1").Obj()
+	const corrupted = `{"a": {"revision": ""}}`
+	badSelector := testutil.SidecarSet("bad").LabelSelector(&metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near", Values: []string{"db"}}},
+	}).Container("x", proxyImage).Obj()
+
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		ns   *corev1.Namespace
+		sets []*v1alpha1.SidecarSet
+		want inject.Result
+	}{{
+		name: "no set selects the pod: unchanged",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Selector(map[string]string{"app": "web"}).Obj()},
+		want: inject.Result{Pod: dbPod().Obj()},
+	}, {
+		// The package documentation's worked case; the sets come unsorted.
+		name: "placement: before and after the pod's containers and init containers, sets by name",
+		pod:  dbPod().InitContainers(guaranteed("setup", setupImage).Obj()).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setB().Obj(), setA().Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"a": aEntry(), "b": bEntry()})).
+				Containers(
+					guaranteed("proxy", proxyImage).Obj(),
+					guaranteed("exporter", exporterImage).Obj(),
+					guaranteed("app", appImage).Obj(),
+					guaranteed("log", logImage).Obj()).
+				InitContainers(
+					guaranteed("mesh-init", meshImage).RestartAlways().Obj(),
+					guaranteed("setup", setupImage).Obj(),
+					guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"a", "b"},
+		},
+	}, {
+		name: "records of sets injected before are kept; other annotations too",
+		pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+			Annotations(map[string]string{"team.example/owner": "dba"}).
+			Annotations(records(revision.State{"old": entry(oldSet, ctr("old-agent", "registry.example/old@sha256:d1"))})).
+			Containers(guaranteed("old-agent", "registry.example/old@sha256:d1").Obj(), guaranteed("app", appImage).Obj()).
+			Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setB().Obj(), oldSet},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(map[string]string{"team.example/owner": "dba"}).
+				Annotations(records(revision.State{
+					"old": entry(oldSet, ctr("old-agent", "registry.example/old@sha256:d1")),
+					"b":   bEntry(),
+				})).
+				Containers(
+					guaranteed("exporter", exporterImage).Obj(),
+					guaranteed("old-agent", "registry.example/old@sha256:d1").Obj(),
+					guaranteed("app", appImage).Obj()).
+				InitContainers(guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"b"},
+		},
+	}, {
+		name: "already injected: reinvocation returns the pod unchanged",
+		pod:  injectedByA,
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{Pod: injectedByA},
+	}, {
+		name: "already injected at an older revision: left to the controller",
+		pod:  injectedByA,
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Containers(guaranteed("extra", proxyImage).Sidecar("")).Obj()},
+		want: inject.Result{Pod: injectedByA},
+	}, {
+		name: "the pod opts out",
+		pod:  dbPod().Annotations(map[string]string{v1alpha1.AnnotationInject: "false"}).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{Pod: dbPod().Annotations(map[string]string{v1alpha1.AnnotationInject: "false"}).Obj()},
+	}, {
+		name: "a paused set injects nothing",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Paused().Obj()},
+		want: inject.Result{Pod: dbPod().Obj()},
+	}, {
+		name: "the pod's own container of a sidecar's name: the set is skipped whole and the pod keeps its own",
+		pod:  dbPod().Container("log", "my/log:1").Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{
+			Pod:      dbPod().Container("log", "my/log:1").Obj(),
+			Warnings: []string{`SidecarSet "a" not injected: the pod already has a container named "log", which it keeps`},
+		},
+	}, {
+		name: "a name another set injects first: the later set by name is skipped",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{
+			testutil.SidecarSet("z").Selector(dbLabels).Containers(guaranteed("proxy", proxyImage).Sidecar("")).Obj(),
+			setA().Obj(),
+		},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"a": aEntry()})).
+				Containers(guaranteed("proxy", proxyImage).Obj(), guaranteed("app", appImage).Obj(), guaranteed("log", logImage).Obj()).
+				InitContainers(guaranteed("mesh-init", meshImage).RestartAlways().Obj()).
+				Obj(),
+			Injected: []string{"a"},
+			Warnings: []string{`SidecarSet "z" not injected: container "proxy" is already injected by SidecarSet "a"`},
+		},
+	}, {
+		name: "a set declaring one name as container and init container is skipped",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{testutil.SidecarSet("twice").Selector(dbLabels).
+			Containers(guaranteed("agent", proxyImage).Sidecar("")).
+			InitContainers(guaranteed("agent", proxyImage).Sidecar("")).Obj()},
+		want: inject.Result{
+			Pod:      dbPod().Obj(),
+			Warnings: []string{`SidecarSet "twice" not injected: it declares container "agent" twice`},
+		},
+	}, {
+		name: "a container name held by an ephemeral container",
+		pod: func() *corev1.Pod {
+			p := dbPod().Obj()
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "proxy"}}}
+			return p
+		}(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{
+			Pod: func() *corev1.Pod {
+				p := dbPod().Obj()
+				p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "proxy"}}}
+				return p
+			}(),
+			Warnings: []string{`SidecarSet "a" not injected: the pod already has a container named "proxy", which it keeps`},
+		},
+	}, {
+		name: "volumes: the pod's wins, identical ones collapse, differing ones keep the first set's",
+		pod:  dbPod().Volumes(testutil.EmptyDirVolume("data")).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{
+			testutil.SidecarSet("c").Selector(dbLabels).Volumes(testutil.HostPathVolume("conf", "/etc/c")).Obj(),
+			testutil.SidecarSet("b").Selector(dbLabels).Volumes(testutil.EmptyDirVolume("shared"), testutil.HostPathVolume("conf", "/etc/b")).Obj(),
+			testutil.SidecarSet("a").Selector(dbLabels).Volumes(testutil.HostPathVolume("data", "/var/a"), testutil.EmptyDirVolume("shared")).Obj(),
+		},
+		want: inject.Result{
+			Pod: dbPod().Labels(managed).
+				Annotations(records(revision.State{
+					"a": entry(testutil.SidecarSet("a").Selector(dbLabels).Volumes(testutil.HostPathVolume("data", "/var/a"), testutil.EmptyDirVolume("shared")).Obj()),
+					"b": entry(testutil.SidecarSet("b").Selector(dbLabels).Volumes(testutil.EmptyDirVolume("shared"), testutil.HostPathVolume("conf", "/etc/b")).Obj()),
+					"c": entry(testutil.SidecarSet("c").Selector(dbLabels).Volumes(testutil.HostPathVolume("conf", "/etc/c")).Obj()),
+				})).
+				Volumes(testutil.EmptyDirVolume("data"), testutil.EmptyDirVolume("shared"), testutil.HostPathVolume("conf", "/etc/b")).
+				Obj(),
+			Injected: []string{"a", "b", "c"},
+			Warnings: []string{`SidecarSet "c" volume "conf" differs from the one SidecarSet "b" declares; the pod gets SidecarSet "b"'s`},
+		},
+	}, {
+		name: "imagePullSecrets merge by name",
+		pod:  dbPod().ImagePullSecrets("regcred").Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{
+			testutil.SidecarSet("a").Selector(dbLabels).ImagePullSecrets("regcred", "a-secret").Obj(),
+			testutil.SidecarSet("b").Selector(dbLabels).ImagePullSecrets("a-secret", "b-secret").Obj(),
+		},
+		want: inject.Result{
+			Pod: dbPod().Labels(managed).
+				Annotations(records(revision.State{
+					"a": entry(testutil.SidecarSet("a").Selector(dbLabels).ImagePullSecrets("regcred", "a-secret").Obj()),
+					"b": entry(testutil.SidecarSet("b").Selector(dbLabels).ImagePullSecrets("a-secret", "b-secret").Obj()),
+				})).
+				ImagePullSecrets("regcred", "a-secret", "b-secret").
+				Obj(),
+			Injected: []string{"a", "b"},
+		},
+	}, {
+		name: "a corrupted state annotation is replaced by the new record; other annotations stay",
+		pod:  dbPod().Annotations(map[string]string{v1alpha1.AnnotationState: corrupted, "team.example/owner": "dba"}).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setB().Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(map[string]string{"team.example/owner": "dba"}).
+				Annotations(records(revision.State{"b": bEntry()})).
+				Containers(guaranteed("exporter", exporterImage).Obj(), guaranteed("app", appImage).Obj()).
+				InitContainers(guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"b"},
+			Warnings: []string{`ignoring the pod's annotation sidecarset.dev/state, which cannot be read (decode annotation sidecarset.dev/state: entry "a" lacks a revision or hash); the record of a SidecarSet injected now replaces it`},
+		},
+	}, {
+		name: "a corrupted state annotation with nothing to inject is left as it is",
+		pod:  dbPod().Annotations(map[string]string{v1alpha1.AnnotationState: "{"}).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setB().Selector(map[string]string{"app": "web"}).Obj()},
+		want: inject.Result{
+			Pod:      dbPod().Annotations(map[string]string{v1alpha1.AnnotationState: "{"}).Obj(),
+			Warnings: []string{`ignoring the pod's annotation sidecarset.dev/state, which cannot be read (decode annotation sidecarset.dev/state: unexpected end of JSON input); the record of a SidecarSet injected now replaces it`},
+		},
+	}, {
+		name: "an invalid selector skips that set only",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{badSelector, setB().Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"b": bEntry()})).
+				Containers(guaranteed("exporter", exporterImage).Obj(), guaranteed("app", appImage).Obj()).
+				InitContainers(guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"b"},
+			Warnings: []string{`SidecarSet "bad" not injected: selector: "Near" is not a valid label selector operator`},
+		},
+	}, {
+		name: "an empty selector is refused rather than selecting every pod",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setB().LabelSelector(&metav1.LabelSelector{}).Obj()},
+		want: inject.Result{
+			Pod:      dbPod().Obj(),
+			Warnings: []string{`SidecarSet "b" not injected: selector is empty, which would select every pod`},
+		},
+	}, {
+		name: "a set without a name is skipped",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{testutil.SidecarSet("").Selector(dbLabels).Obj()},
+		want: inject.Result{
+			Pod:      dbPod().Obj(),
+			Warnings: []string{"a SidecarSet without a name is not injected"},
+		},
+	}, {
+		name: "kube-system is not injected",
+		pod:  testutil.Pod("kube-system", "db-0").Labels(dbLabels).Obj(),
+		ns:   testutil.Namespace("kube-system", nil),
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{Pod: testutil.Pod("kube-system", "db-0").Labels(dbLabels).Obj()},
+	}, {
+		name: "the manager's namespace is not injected",
+		pod:  testutil.Pod("sidecarset-system", "db-0").Labels(dbLabels).Obj(),
+		ns:   testutil.Namespace("sidecarset-system", nil),
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{Pod: testutil.Pod("sidecarset-system", "db-0").Labels(dbLabels).Obj()},
+	}, {
+		name: "allow-system-namespaces lets a set into kube-system",
+		pod:  testutil.Pod("kube-system", "db-0").Labels(dbLabels).Containers(guaranteed("app", appImage).Obj()).Obj(),
+		ns:   testutil.Namespace("kube-system", nil),
+		sets: []*v1alpha1.SidecarSet{setB().Annotations(map[string]string{v1alpha1.AnnotationAllowSystemNamespaces: "true"}).Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("kube-system", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"b": entry(
+					setB().Annotations(map[string]string{v1alpha1.AnnotationAllowSystemNamespaces: "true"}).Obj(),
+					ctr("exporter", exporterImage), initCtr("wait", waitImage))})).
+				Containers(guaranteed("exporter", exporterImage).Obj(), guaranteed("app", appImage).Obj()).
+				InitContainers(guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"b"},
+		},
+	}, {
+		name: "unknown namespace labels: only a set without namespaceSelector matches, by the pod's namespace name",
+		pod:  dbPod().Obj(),
+		ns:   nil,
+		sets: []*v1alpha1.SidecarSet{setA().NamespaceSelector(map[string]string{"team": "data"}).Obj(), setB().Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"b": bEntry()})).
+				Containers(guaranteed("exporter", exporterImage).Obj(), guaranteed("app", appImage).Obj()).
+				InitContainers(guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"b"},
+		},
+	}}
+
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, ns, sets := tc.pod.DeepCopy(), tc.ns.DeepCopy(), deepCopies(tc.sets)
+			got := inject.Inject(tc.pod, tc.ns, tc.sets, opts)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Inject() (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(pod, tc.pod); diff != "" {
+				t.Errorf("Inject() modified the pod (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(ns, tc.ns); diff != "" {
+				t.Errorf("Inject() modified the namespace (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(sets, tc.sets); diff != "" {
+				t.Errorf("Inject() modified the sets (-before +after):\n%s", diff)
+			}
+
+			again := inject.Inject(got.Pod, tc.ns, tc.sets, opts)
+			if len(again.Injected) != 0 {
+				t.Errorf("Inject() on its own output injected %v again", again.Injected)
+			}
+			if diff := cmp.Diff(got.Pod, again.Pod); diff != "" {
+				t.Errorf("Inject() on its own output changed the pod (-first +second):\n%s", diff)
+			}
+		})
+	}
+}
+
+func deepCopies(sets []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
+	out := make([]*v1alpha1.SidecarSet, len(sets))
+	for i, s := range sets {
+		out[i] = s.DeepCopy()
+	}
+	return out
+}
+
+func TestInjectWarnings(t *testing.T) {
+	bestEffortPod := func() *testutil.PodBuilder {
+		return testutil.Pod("shop", "job-0").Labels(dbLabels).Container("app", appImage)
+	}
+	sidecarSet := func(cs ...v1alpha1.SidecarContainer) *v1alpha1.SidecarSet {
+		return testutil.SidecarSet("mesh").Selector(dbLabels).Containers(cs...).Obj()
+	}
+	nativeSet := func(cs ...v1alpha1.SidecarContainer) *v1alpha1.SidecarSet {
+		return testutil.SidecarSet("mesh").Selector(dbLabels).InitContainers(cs...).Obj()
+	}
+	withPodResources := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Resources = &corev1.ResourceRequirements{Limits: guaranteed("", "").Obj().Resources.Limits}
+		return p
+	}
+
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		sets []*v1alpha1.SidecarSet
+		want []string
+	}{{
+		name: "a sidecar without resources (the pod stays BestEffort)",
+		pod:  bestEffortPod().Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Sidecar(""))},
+		want: []string{`SidecarSet "mesh" container "proxy" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses`},
+	}, {
+		name: "a sidecar without resources in a pod with pod-level resources: the pod's budget bounds it",
+		pod:  withPodResources(bestEffortPod().Obj()),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Sidecar(""))},
+	}, {
+		name: "an image by tag",
+		pod:  dbPod().Obj(),
+		sets: []*v1alpha1.SidecarSet{nativeSet(guaranteed("proxy", "envoyproxy/envoy:v1.30").RestartAlways().Sidecar(""))},
+		want: []string{`SidecarSet "mesh" container "proxy" image "envoyproxy/envoy:v1.30" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`},
+	}, {
+		name: "a regular sidecar in a pod with restartPolicy Never",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+		want: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy Never, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
+	}, {
+		name: "a regular sidecar in a pod with restartPolicy OnFailure",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyOnFailure).Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+		want: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy OnFailure, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
+	}, {
+		name: "a native sidecar in a pod with restartPolicy Never",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
+		sets: []*v1alpha1.SidecarSet{nativeSet(guaranteed("proxy", proxyImage).RestartAlways().Sidecar(""))},
+	}, {
+		name: "a regular sidecar in a pod with restartPolicy Always",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyAlways).Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+	}, {
+		name: "Guaranteed to Burstable: a sidecar with requests only",
+		pod:  dbPod().Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(
+			guaranteed("exporter", exporterImage).Sidecar(""),
+			testutil.Container("proxy", proxyImage).Requests("10m", "16Mi").Sidecar(""))},
+		want: []string{`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "mesh" container "proxy"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`},
+	}, {
+		name: "Guaranteed to Burstable: one warning names every sidecar that did it, across sets",
+		pod:  dbPod().Obj(),
+		sets: []*v1alpha1.SidecarSet{
+			sidecarSet(testutil.Container("proxy", proxyImage).Limits("10m", "").Sidecar("")),
+			testutil.SidecarSet("logs").Selector(dbLabels).InitContainers(testutil.Container("shipper", logImage).Limits("", "32Mi").RestartAlways().Sidecar("")).Obj(),
+		},
+		want: []string{`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "logs" container "shipper", SidecarSet "mesh" container "proxy"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`},
+	}, {
+		name: "BestEffort to Burstable",
+		pod:  bestEffortPod().Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+		want: []string{`injection changes the pod's QoS class from BestEffort to Burstable (SidecarSet "mesh" container "proxy")`},
+	}, {
+		// The apiserver defaults requests from limits after the webhook.
+		name: "a sidecar with limits only keeps the pod Guaranteed",
+		pod:  dbPod().Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Limits("10m", "16Mi").Sidecar(""))},
+	}, {
+		name: "pod-level resources decide the QoS class alone",
+		pod:  withPodResources(dbPod().Obj()),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Requests("10m", "").Sidecar(""))},
+	}, {
+		name: "warnings come set by set, then the QoS change",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
+		sets: []*v1alpha1.SidecarSet{
+			testutil.SidecarSet("z").Selector(dbLabels).Container("agent", "agent:2").Obj(),
+			testutil.SidecarSet("m").Obj(),
+			testutil.SidecarSet("a").Selector(dbLabels).InitContainers(guaranteed("proxy", "envoy:1").RestartAlways().Sidecar("")).Obj(),
+		},
+		want: []string{
+			`SidecarSet "a" container "proxy" image "envoy:1" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`,
+			`SidecarSet "m" not injected: selector is empty, which would select every pod`,
+			`SidecarSet "z" container "agent" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses`,
+			`SidecarSet "z" container "agent" image "agent:2" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`,
+			`SidecarSet "z" container "agent" is a regular container in a pod with restartPolicy Never, which never completes while it runs: declare it under initContainers with restartPolicy: Always`,
+			`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "z" container "agent"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`,
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := inject.Inject(tc.pod, shop, tc.sets, opts)
+			if len(got.Injected) == 0 {
+				t.Fatal("Inject() injected nothing")
+			}
+			if diff := cmp.Diff(tc.want, got.Warnings, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Inject() warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
