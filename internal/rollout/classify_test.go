@@ -1,0 +1,199 @@
+package rollout
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// verdict is the part of a Pod the classification tests look at.
+type verdict struct {
+	Updated, Updating, Upgradable, PodReady, Ready bool
+	Drifted                                        []string
+}
+
+func verdictOf(p Pod) verdict {
+	return verdict{p.Updated, p.Updating, p.Upgradable, p.PodReady, p.Ready, p.Drifted}
+}
+
+func TestClassify(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+
+	// written returns a pod injected with v1 that the controller then moved
+	// to v2; the kubelet has not acted yet.
+	written := func() *corev1.Pod {
+		pod := injectedPod("p01", v1)
+		plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+		if err != nil || len(plan.Updates) != 1 {
+			t.Fatalf("setup: plan %+v, err %v", plan, err)
+		}
+		applyUpdate(pod, plan.Updates[0])
+		return pod
+	}
+
+	tests := []struct {
+		name   string
+		pod    func() *corev1.Pod
+		latest Latest
+		want   verdict
+	}{
+		{
+			name: "injected at the latest revision, running and ready",
+			pod:  func() *corev1.Pod { return injectedPod("p01", v2) },
+			want: verdict{Updated: true, Upgradable: true, PodReady: true, Ready: true},
+		},
+		{
+			name: "on an older revision that differs only in images",
+			pod:  func() *corev1.Pod { return injectedPod("p01", v1) },
+			want: verdict{Upgradable: true, PodReady: true, Ready: true},
+		},
+		{
+			name: "written, kubelet not done: updating, Ready condition still True",
+			pod:  written,
+			want: verdict{Updated: true, Updating: true, Upgradable: true, PodReady: true},
+		},
+		{
+			name: "written and swapped, pod not ready yet",
+			pod: func() *corev1.Pod {
+				pod := written()
+				swap(pod)
+				setReady(pod, false)
+				return pod
+			},
+			want: verdict{Updated: true, Upgradable: true},
+		},
+		{
+			name: "written and swapped, ready",
+			pod: func() *corev1.Pod {
+				pod := written()
+				swap(pod)
+				return pod
+			},
+			want: verdict{Updated: true, Upgradable: true, PodReady: true, Ready: true},
+		},
+		{
+			name: "written, new image fails to pull",
+			pod: func() *corev1.Pod {
+				pod := written()
+				pod.Status.ContainerStatuses[1] = corev1.ContainerStatus{Name: "exporter", Image: "exporter:v2",
+					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}
+				setReady(pod, false)
+				return pod
+			},
+			want: verdict{Updated: true, Updating: true, Upgradable: true},
+		},
+		{
+			name: "something other than the image changed",
+			pod:  func() *corev1.Pod { return injectedPod("p01", v1) },
+			latest: func() Latest {
+				set := testSet("exporter:v2")
+				set.Spec.Containers[0].Args = []string{"--verbose"}
+				return NewLatest(set)
+			}(),
+			want: verdict{PodReady: true, Ready: true},
+		},
+		{
+			name: "image edited by hand",
+			pod: func() *corev1.Pod {
+				pod := injectedPod("p01", v2)
+				pod.Spec.Containers[1].Image = "exporter:debug"
+				return pod
+			},
+			want: verdict{Updated: true, Upgradable: true, PodReady: true, Ready: true, Drifted: []string{"exporter"}},
+		},
+		{
+			name: "native sidecar status is read from initContainerStatuses",
+			pod: func() *corev1.Pod {
+				pod := injectedPod("p01", v2)
+				pod.Status.InitContainerStatuses[0].State = corev1.ContainerState{
+					Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+				return pod
+			},
+			want: verdict{Updated: true, Upgradable: true, PodReady: true},
+		},
+		{
+			name: "record names a container the pod does not have",
+			pod: func() *corev1.Pod {
+				pod := injectedPod("p01", v1)
+				pod.Spec.InitContainers = nil
+				pod.Status.InitContainerStatuses = nil
+				return pod
+			},
+			want: verdict{PodReady: true, Ready: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := latest
+			if tt.latest.Hash != "" {
+				l = tt.latest
+			}
+			pod := tt.pod()
+			before := pod.DeepCopy()
+			got := Classify(pod, record(pod), l)
+			if diff := cmp.Diff(tt.want, verdictOf(got)); diff != "" {
+				t.Errorf("Classify (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, pod); diff != "" {
+				t.Errorf("Classify modified the pod (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClassifyContainers(t *testing.T) {
+	set := testSet("exporter:v1")
+	pod := injectedPod("p01", set)
+	got := Classify(pod, record(pod), NewLatest(testSet("exporter:v2")))
+	rec := record(pod)
+	want := []Container{
+		{Name: "exporter", Image: "exporter:v1", ImageID: imageID("exporter:v1"), Recorded: rec.Containers[0], Complete: true},
+		{Name: "shipper", Init: true, Image: "fluent-bit:3.1", ImageID: imageID("fluent-bit:3.1"), Recorded: rec.Containers[1], Complete: true},
+	}
+	if diff := cmp.Diff(want, got.Containers); diff != "" {
+		t.Errorf("Containers (-want +got):\n%s", diff)
+	}
+	if got.Key != key("p01") {
+		t.Errorf("Key = %v, want %v", got.Key, key("p01"))
+	}
+}
+
+func TestNewLatest(t *testing.T) {
+	set := testSet("exporter:v2")
+	got := NewLatest(set)
+	want := Latest{
+		Name:          got.Name,
+		Hash:          got.Hash,
+		ImagelessHash: NewLatest(testSet("exporter:v1")).ImagelessHash,
+		Containers:    map[string]string{"exporter": "exporter:v2", "shipper": "fluent-bit:3.1"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("NewLatest (-want +got):\n%s", diff)
+	}
+	if got.Name != setName+"-"+got.Hash {
+		t.Errorf("Name = %q, want the set's name and the hash", got.Name)
+	}
+}
+
+func TestActive(t *testing.T) {
+	now := metav1.Now()
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"running", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, true},
+		{"pending", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, true},
+		{"succeeded", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, false},
+		{"failed", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}, false},
+		{"being deleted", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}}, false},
+	}
+	for _, tt := range tests {
+		if got := Active(tt.pod); got != tt.want {
+			t.Errorf("%s: Active = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

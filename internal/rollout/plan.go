@@ -1,0 +1,443 @@
+package rollout
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// Input is what Next decides on.
+type Input struct {
+	Latest Latest
+	// Pods are the set's active pods that carry its record, classified
+	// against Latest; in any order.
+	Pods []Pod
+	// Strategy is spec.updateStrategy; unset partition means 0, unset
+	// maxUnavailable means 1.
+	Strategy v1alpha1.UpdateStrategy
+	// DriftPolicy is spec.driftPolicy; only Revert acts.
+	DriftPolicy v1alpha1.DriftPolicy
+	// Budgets lists, per pod, the PodDisruptionBudgets that select it. A pod
+	// that is not a key has none. disruptionsAllowed lags the writes of the
+	// previous reconcile; maxUnavailable, counted from the pods themselves,
+	// covers that window.
+	Budgets map[types.NamespacedName][]Budget
+}
+
+// Budget is a PodDisruptionBudget as the planner needs it.
+type Budget struct {
+	// Name is the budget's namespace/name. It names the budget in messages,
+	// and identifies it across the pods it selects, so that one plan never
+	// spends more of its disruptions than it allows.
+	Name string
+	// DisruptionsAllowed is the budget's status.disruptionsAllowed.
+	DisruptionsAllowed int32
+}
+
+// Scope is the partition and maxUnavailable arithmetic over the current
+// pods, before the plan is applied.
+type Scope struct {
+	// Matched counts the pods given; Selected those within
+	// updateStrategy.selector (all of them without one).
+	Matched  int
+	Selected int
+	// Partition is how many selected pods stay on their revision; Target,
+	// Selected minus Partition, how many may be on the latest one.
+	Partition int
+	Target    int
+	// Updated and UpdatedReady count selected pods on the latest revision,
+	// and those of them that are ready.
+	Updated      int
+	UpdatedReady int
+	// MaxUnavailable is how many pods may be Unavailable at once;
+	// Unavailable how many are (any pod, selected or not).
+	MaxUnavailable int
+	Unavailable    int
+}
+
+// Plan is what the controller does next.
+type Plan struct {
+	Scope Scope
+	// Updates are the pods to write now, in the order decided.
+	Updates []PodUpdate
+	// Held are the pods that wait, with why, by namespace/name. A pod is in
+	// Updates or in Held at most once; pods with nothing to do are in
+	// neither.
+	Held []Held
+}
+
+// Action says why a pod is written.
+type Action string
+
+const (
+	// ActionUpdate moves a pod to the latest revision.
+	ActionUpdate Action = "Update"
+	// ActionRevertDrift writes back the images recorded as last written,
+	// undoing a hand edit, without changing the pod's revision.
+	ActionRevertDrift Action = "RevertDrift"
+)
+
+// PodUpdate is one pod write: the images of some sidecars and this set's
+// entry of the pod's state annotation, which must go together in one patch
+// so the record never disagrees with the spec.
+type PodUpdate struct {
+	Pod    types.NamespacedName
+	Action Action
+	// WasReady: the pod was ready, so the write took one of maxUnavailable
+	// and one disruption of each of its budgets. A pod that was not ready
+	// takes neither.
+	WasReady bool
+	// Containers are the sidecars whose image changes. Empty when only the
+	// record changes (the spec already carries the images, put there by a
+	// hand edit).
+	Containers []ContainerImage
+	// State replaces the set's entry of sidecarset.dev/state; entries of
+	// other SidecarSets stay.
+	State revision.SetState
+}
+
+// ContainerImage is a sidecar image to write into a pod spec.
+type ContainerImage struct {
+	Name string
+	// Init: the container is in spec.initContainers.
+	Init  bool
+	Image string
+}
+
+// HoldReason says why a pod waits.
+type HoldReason string
+
+const (
+	// HeldByPartition: the partition keeps the pod on its revision.
+	HeldByPartition HoldReason = "Partition"
+	// HeldByMaxUnavailable: as many pods as maxUnavailable allows are
+	// updating or updated but not ready.
+	HeldByMaxUnavailable HoldReason = "MaxUnavailable"
+	// HeldByDisruptionBudget: a PodDisruptionBudget of the pod allows no
+	// further disruption now.
+	HeldByDisruptionBudget HoldReason = "DisruptionBudget"
+	// HeldNotUpgradable: something other than an image changed; the pod
+	// needs a recreate.
+	HeldNotUpgradable HoldReason = "NotUpgradable"
+	// HeldPaused: updateStrategy.paused is true.
+	HeldPaused HoldReason = "Paused"
+	// HeldNotUpdate: updateStrategy.type is NotUpdate.
+	HeldNotUpdate HoldReason = "NotUpdate"
+)
+
+// Held is a pod that waits.
+type Held struct {
+	Pod     types.NamespacedName
+	Reason  HoldReason
+	Message string
+}
+
+// Next plans the next pod writes of a rollout. It fails only on a strategy
+// that validation refuses (a malformed selector or percentage).
+//
+// Candidates for an update are the selected pods that are not on the latest
+// revision and are upgradable. They are ordered by readiness, then by
+// namespace/name: pods that are not ready first, as they lose nothing by the
+// update and it may be what fixes them.
+//
+// Partition: of the Selected pods, Target = Selected - Partition may be on the
+// latest revision, the pods already there included (Partition a count, or a
+// percentage of Selected rounded up, clamped to Selected). The first
+// Target - Updated candidates are due; the partition keeps the rest, i.e. the
+// last candidates by name once not-ready pods went first. Lowering the
+// partition step by step therefore extends the same set of pods, and a pod
+// that waits (for maxUnavailable or its PodDisruptionBudget) keeps its place
+// rather than handing it to a pod the partition keeps.
+//
+// maxUnavailable (a count, or a percentage of Matched rounded up; never
+// below 1; default 1): due pods that are not ready are all written at once
+// and take nothing. A ready pod is written only while fewer than
+// maxUnavailable pods are Unavailable (updating, or on the latest revision
+// but not ready), and each one written counts. A pod updated while not
+// ready counts afterwards like any other until it is ready: the rollout
+// cannot tell whether the new revision keeps it from becoming ready.
+//
+// PodDisruptionBudgets: a ready pod is written only when each of its budgets
+// still allows a disruption, counting the ones this plan already spent;
+// otherwise it waits (HeldByDisruptionBudget) and the next pod is tried. A pod
+// that is not ready is written regardless: it is not among the healthy pods a
+// budget protects, so updating it takes nothing from the budget.
+//
+// Drift (driftPolicy Revert): a drifted pod that is not due for an update
+// gets its recorded images written back (a due update writes the latest
+// images and undoes the drift on the way). Reverts are not limited by the
+// partition or the selector, but take maxUnavailable and budgets like
+// updates, and among ready pods go before updates: they restore what was
+// declared, and there are only as many as there are hand edits.
+//
+// Paused or type NotUpdate: nothing is written; every pod that would have
+// been is held with that reason.
+//
+// Worked cases, pods p01..p12 in one namespace, none updated, all ready
+// unless said otherwise:
+//
+//	partition 50% maxUnavailable 1                        → Target 6: update p01; p02..p06 wait (MaxUnavailable), p07..p12 kept (Partition)
+//	same, p01 updating (written, kubelet not done)        → Unavailable 1: nothing; p02..p06 wait
+//	same, p01 updated and ready                           → update p02
+//	same, p01..p06 updated and ready                      → nothing: Target reached, p07..p12 kept
+//	partition 50% maxUnavailable 1, p03 p09 p11 not ready → update p03 p09 p11 (free) and p01; p02 p04 wait; p05..p08 p10 p12 kept
+//	partition 0 maxUnavailable 25% (3 of 12)              → update p01 p02 p03
+//	partition 0 maxUnavailable 10% (ceil 1.2 = 2)         → update p01 p02
+//	partition 5                                           → Target 7
+//	partition 33% of 10 pods (ceil 3.3 = 4)               → Target 6
+//	partition 100%                                        → nothing; all kept
+//	selector zone=a picks 8, partition 50%                → Partition 4 of the 8, Target 4; the other 4 pods are untouched
+//	partition 0, 8 updated, raised to 50%                 → Target 6 < Updated 8: nothing (never rolls back)
+//	maxUnavailable 1, p01 p02 updated but not ready       → Unavailable 2: no ready pod; a not-ready candidate still goes
+//	maxUnavailable 3, budget b over p01..p03 allows 1     → update p01 p04 p05; p02 p03 wait (DisruptionBudget)
+//	partition 50%, p12 drifted, Revert, maxUnavailable 1  → revert p12; p01..p06 wait
+//	partition 0, p05 not upgradable                       → p05 held (NotUpgradable); Target 12 is out of reach until p05 is recreated
+func Next(in Input) (Plan, error) {
+	selector := labels.Everything()
+	if in.Strategy.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(in.Strategy.Selector)
+		if err != nil {
+			return Plan{}, fmt.Errorf("updateStrategy.selector: %w", err)
+		}
+		selector = s
+	}
+	selected := func(p Pod) bool { return selector.Matches(labels.Set(p.Labels)) }
+
+	scope, err := newScope(in.Pods, in.Strategy, selected)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan := Plan{Scope: scope}
+
+	pods := slices.Clone(in.Pods)
+	slices.SortFunc(pods, func(a, b Pod) int { return compareKeys(a.Key, b.Key) })
+
+	var candidates []Pod
+	for _, p := range pods {
+		if selected(p) && !p.Updated && p.Upgradable {
+			candidates = append(candidates, p)
+		}
+	}
+	// Stable: within each readiness group the order stays by name.
+	slices.SortStableFunc(candidates, func(a, b Pod) int { return compareBool(a.Ready, b.Ready) })
+	due := candidates[:min(max(scope.Target-scope.Updated, 0), len(candidates))]
+
+	type item struct {
+		pod    Pod
+		action Action
+	}
+	var work []item
+	isDue := make(map[types.NamespacedName]bool, len(due))
+	for _, p := range due {
+		work = append(work, item{p, ActionUpdate})
+		isDue[p.Key] = true
+	}
+	if in.DriftPolicy == v1alpha1.DriftRevert {
+		for _, p := range pods {
+			if len(p.Drifted) > 0 && !isDue[p.Key] {
+				work = append(work, item{p, ActionRevertDrift})
+			}
+		}
+	}
+	inWork := make(map[types.NamespacedName]bool, len(work))
+	for _, w := range work {
+		inWork[w.pod.Key] = true
+	}
+
+	// Pods with no action still show why, unless an action covers them.
+	for _, p := range pods {
+		switch {
+		case inWork[p.Key] || !selected(p) || p.Updated:
+		case !p.Upgradable:
+			plan.Held = append(plan.Held, Held{p.Key, HeldNotUpgradable, fmt.Sprintf(
+				"something other than an image changed (imageless hash %s, latest %s): the pod needs a recreate",
+				p.Record.ImagelessHash, in.Latest.ImagelessHash)})
+		default:
+			plan.Held = append(plan.Held, Held{p.Key, HeldByPartition, fmt.Sprintf(
+				"partition keeps %s of %d on their revision", podCount(scope.Partition), scope.Selected)})
+		}
+	}
+
+	if stop, reason, msg := stopped(in.Strategy); stop {
+		for _, w := range work {
+			plan.Held = append(plan.Held, Held{w.pod.Key, reason, msg})
+		}
+		sortHeld(plan.Held)
+		return plan, nil
+	}
+
+	slices.SortStableFunc(work, func(a, b item) int {
+		return cmp.Or(
+			compareBool(a.pod.Ready, b.pod.Ready),
+			compareBool(a.action == ActionUpdate, b.action == ActionUpdate),
+			compareKeys(a.pod.Key, b.pod.Key))
+	})
+	room := scope.MaxUnavailable - scope.Unavailable
+	spent := map[string]int32{}
+	for _, w := range work {
+		if w.pod.Ready {
+			if room <= 0 {
+				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByMaxUnavailable, fmt.Sprintf(
+					"maxUnavailable %d reached: %s updating or updated but not ready",
+					scope.MaxUnavailable, podCount(scope.MaxUnavailable-room))})
+				continue
+			}
+			if b, ok := exhausted(in.Budgets[w.pod.Key], spent); ok {
+				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByDisruptionBudget, fmt.Sprintf(
+					"PodDisruptionBudget %s allows no further disruption now", b.Name)})
+				continue
+			}
+			room--
+			for _, b := range in.Budgets[w.pod.Key] {
+				spent[b.Name]++
+			}
+		}
+		var u PodUpdate
+		if w.action == ActionUpdate {
+			u = updateOf(w.pod, in.Latest)
+		} else {
+			u = revertOf(w.pod)
+		}
+		u.WasReady = w.pod.Ready
+		plan.Updates = append(plan.Updates, u)
+	}
+	sortHeld(plan.Held)
+	return plan, nil
+}
+
+// newScope does the arithmetic Next and status.Compute share.
+func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (Scope, error) {
+	sc := Scope{Matched: len(pods)}
+	for _, p := range pods {
+		if p.Unavailable() {
+			sc.Unavailable++
+		}
+		if !selected(p) {
+			continue
+		}
+		sc.Selected++
+		if p.Updated {
+			sc.Updated++
+			if p.Ready {
+				sc.UpdatedReady++
+			}
+		}
+	}
+	if s.Partition != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(s.Partition, sc.Selected, true)
+		if err != nil {
+			return Scope{}, fmt.Errorf("updateStrategy.partition: %w", err)
+		}
+		sc.Partition = min(max(n, 0), sc.Selected)
+	}
+	sc.Target = sc.Selected - sc.Partition
+	sc.MaxUnavailable = 1
+	if s.MaxUnavailable != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(s.MaxUnavailable, sc.Matched, true)
+		if err != nil {
+			return Scope{}, fmt.Errorf("updateStrategy.maxUnavailable: %w", err)
+		}
+		// Never 0: a rollout that may disrupt no pod would never move.
+		sc.MaxUnavailable = max(n, 1)
+	}
+	return sc, nil
+}
+
+// stopped reports whether the strategy forbids writing running pods.
+func stopped(s v1alpha1.UpdateStrategy) (bool, HoldReason, string) {
+	switch {
+	case s.Type == v1alpha1.NotUpdateStrategy:
+		return true, HeldNotUpdate, "updateStrategy.type is NotUpdate: running pods keep their revision"
+	case s.Paused:
+		return true, HeldPaused, "updateStrategy.paused is true"
+	}
+	return false, "", ""
+}
+
+// exhausted returns the first budget that allows no further disruption once
+// the ones spent by this plan are counted.
+func exhausted(budgets []Budget, spent map[string]int32) (Budget, bool) {
+	for _, b := range budgets {
+		if b.DisruptionsAllowed-spent[b.Name] <= 0 {
+			return b, true
+		}
+	}
+	return Budget{}, false
+}
+
+// updateOf writes the latest images into p and records the latest revision.
+// A container whose image changes records its imageID of now as
+// PreviousImageID, against which completion is judged. One whose spec
+// already carries the latest image (a hand edit got there first) is not
+// written; it keeps its PreviousImageID, since the kubelet already acted on
+// that edit.
+func updateOf(p Pod, latest Latest) PodUpdate {
+	u := PodUpdate{Pod: p.Key, Action: ActionUpdate, State: revision.SetState{
+		Revision:      latest.Name,
+		Hash:          latest.Hash,
+		ImagelessHash: latest.ImagelessHash,
+	}}
+	for _, rc := range p.Record.Containers {
+		c, inSpec := p.container(rc.Name)
+		image, declared := latest.Containers[rc.Name]
+		if inSpec && declared {
+			rc.Image = image
+			if c.Image != image {
+				u.Containers = append(u.Containers, ContainerImage{Name: c.Name, Init: c.Init, Image: image})
+				rc.PreviousImageID = c.ImageID
+			}
+		}
+		u.State.Containers = append(u.State.Containers, rc)
+	}
+	return u
+}
+
+// revertOf writes the recorded images back into p's drifted containers.
+func revertOf(p Pod) PodUpdate {
+	u := PodUpdate{Pod: p.Key, Action: ActionRevertDrift, State: p.Record}
+	u.State.Containers = nil
+	for _, rc := range p.Record.Containers {
+		if slices.Contains(p.Drifted, rc.Name) {
+			c, _ := p.container(rc.Name)
+			u.Containers = append(u.Containers, ContainerImage{Name: c.Name, Init: c.Init, Image: rc.Image})
+			rc.PreviousImageID = c.ImageID
+		}
+		u.State.Containers = append(u.State.Containers, rc)
+	}
+	return u
+}
+
+func sortHeld(h []Held) {
+	slices.SortFunc(h, func(a, b Held) int { return compareKeys(a.Pod, b.Pod) })
+}
+
+func compareKeys(a, b types.NamespacedName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// podCount spells a count of pods: "1 pod", "6 pods".
+func podCount(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}

@@ -1,0 +1,574 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// planLatest is the revision the plan tests move pods to: exporter:v1 →
+// exporter:v2, nothing else changed.
+var planLatest = Latest{
+	Name:          setName + "-new",
+	Hash:          "new",
+	ImagelessHash: "shape",
+	Containers:    map[string]string{"exporter": "exporter:v2"},
+}
+
+type opt func(*Pod)
+
+// mk returns a classified pod on the old revision, ready and upgradable,
+// then applies opts.
+func mk(name string, opts ...opt) Pod {
+	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v1"}
+	p := Pod{
+		Key:        key(name),
+		Labels:     map[string]string{"app": "db"},
+		Record:     revision.SetState{Revision: setName + "-old", Hash: "old", ImagelessHash: "shape", Containers: []revision.ContainerState{rc}},
+		Containers: []Container{{Name: "exporter", Image: "exporter:v1", ImageID: imageID("exporter:v1"), Recorded: rc, Complete: true}},
+		Upgradable: true,
+		PodReady:   true,
+		Ready:      true,
+	}
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+// updated: on the latest revision, swapped by the kubelet, still ready.
+func updated(p *Pod) {
+	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1")}
+	p.Record = revision.SetState{Revision: planLatest.Name, Hash: planLatest.Hash, ImagelessHash: planLatest.ImagelessHash,
+		Containers: []revision.ContainerState{rc}}
+	p.Containers = []Container{{Name: "exporter", Image: "exporter:v2", ImageID: imageID("exporter:v2"), Recorded: rc, Complete: true}}
+	p.Updated = true
+}
+
+// updating: written to the latest revision, the kubelet has not swapped.
+func updating(p *Pod) {
+	updated(p)
+	p.Containers[0].ImageID = imageID("exporter:v1")
+	p.Containers[0].Complete = false
+	p.Updating = true
+	p.Ready = false
+}
+
+func notReady(p *Pod) {
+	p.PodReady = false
+	p.Ready = false
+}
+
+func drifted(p *Pod) {
+	p.Containers[0].Image = "exporter:debug"
+	p.Containers[0].ImageID = imageID("exporter:debug")
+	p.Drifted = []string{"exporter"}
+}
+
+func notUpgradable(p *Pod) {
+	p.Record.ImagelessHash = "old-shape"
+	p.Upgradable = false
+}
+
+func label(k, v string) opt {
+	return func(p *Pod) {
+		p.Labels = map[string]string{"app": "db", k: v}
+	}
+}
+
+// fleet returns pods p01..pNN, with opts applied to the named ones.
+func fleet(n int, opts map[string][]opt) []Pod {
+	var out []Pod
+	for _, name := range names(n) {
+		out = append(out, mk(name, opts[name]...))
+	}
+	return out
+}
+
+// each applies the same options to several pods.
+func each(o []opt, pods ...string) map[string][]opt {
+	m := map[string][]opt{}
+	for _, p := range pods {
+		m[p] = append(m[p], o...)
+	}
+	return m
+}
+
+func merge(ms ...map[string][]opt) map[string][]opt {
+	out := map[string][]opt{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = append(out[k], v...)
+		}
+	}
+	return out
+}
+
+func podRange(from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf("p%02d", i))
+	}
+	return out
+}
+
+func intOrPercent(s string) *intstr.IntOrString {
+	if s == "" {
+		return nil
+	}
+	if strings.HasSuffix(s, "%") {
+		v := intstr.FromString(s)
+		return &v
+	}
+	var n int32
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		panic(err)
+	}
+	v := intstr.FromInt32(n)
+	return &v
+}
+
+func strategy(partition, maxUnavailable string) v1alpha1.UpdateStrategy {
+	return v1alpha1.UpdateStrategy{Partition: intOrPercent(partition), MaxUnavailable: intOrPercent(maxUnavailable)}
+}
+
+// held builds the expected holds: reason → pods.
+func held(groups ...any) map[string]HoldReason {
+	out := map[string]HoldReason{}
+	var reason HoldReason
+	for _, g := range groups {
+		switch g := g.(type) {
+		case HoldReason:
+			reason = g
+		case string:
+			out[g] = reason
+		case []string:
+			for _, n := range g {
+				out[n] = reason
+			}
+		}
+	}
+	return out
+}
+
+// outcome is the part of a Plan the table looks at: the pods written, in
+// order ("p12 RevertDrift" for a revert), and the pods held by reason.
+type outcome struct {
+	Updates []string
+	Held    map[string]HoldReason
+}
+
+func outcomeOf(p Plan) outcome {
+	o := outcome{Held: map[string]HoldReason{}}
+	for _, u := range p.Updates {
+		s := u.Pod.Name
+		if u.Action != ActionUpdate {
+			s += " " + string(u.Action)
+		}
+		o.Updates = append(o.Updates, s)
+	}
+	for _, h := range p.Held {
+		o.Held[h.Pod.Name] = h.Reason
+	}
+	return o
+}
+
+// TestNext mirrors the worked cases in Next's doc comment, line by line,
+// then a few more.
+func TestNext(t *testing.T) {
+	dbWeb := []Budget{{Name: "db/web", DisruptionsAllowed: 1}}
+	tests := []struct {
+		name      string
+		pods      []Pod
+		strategy  v1alpha1.UpdateStrategy
+		drift     v1alpha1.DriftPolicy
+		budgets   map[types.NamespacedName][]Budget
+		want      outcome
+		wantScope *Scope
+	}{
+		{
+			name:     "partition 50% maxUnavailable 1",
+			pods:     fleet(12, nil),
+			strategy: strategy("50%", "1"),
+			want: outcome{[]string{"p01"}, held(
+				HeldByMaxUnavailable, podRange(2, 6), HeldByPartition, podRange(7, 12))},
+			wantScope: &Scope{Matched: 12, Selected: 12, Partition: 6, Target: 6, MaxUnavailable: 1},
+		},
+		{
+			name:     "same, p01 updating",
+			pods:     fleet(12, each([]opt{updating}, "p01")),
+			strategy: strategy("50%", "1"),
+			want: outcome{nil, held(
+				HeldByMaxUnavailable, podRange(2, 6), HeldByPartition, podRange(7, 12))},
+			wantScope: &Scope{Matched: 12, Selected: 12, Partition: 6, Target: 6, Updated: 1, MaxUnavailable: 1, Unavailable: 1},
+		},
+		{
+			name:     "same, p01 updated and ready",
+			pods:     fleet(12, each([]opt{updated}, "p01")),
+			strategy: strategy("50%", "1"),
+			want: outcome{[]string{"p02"}, held(
+				HeldByMaxUnavailable, podRange(3, 6), HeldByPartition, podRange(7, 12))},
+			wantScope: &Scope{Matched: 12, Selected: 12, Partition: 6, Target: 6, Updated: 1, UpdatedReady: 1, MaxUnavailable: 1},
+		},
+		{
+			name:     "same, p01..p06 updated and ready",
+			pods:     fleet(12, each([]opt{updated}, podRange(1, 6)...)),
+			strategy: strategy("50%", "1"),
+			want:     outcome{nil, held(HeldByPartition, podRange(7, 12))},
+		},
+		{
+			name:     "partition 50% maxUnavailable 1, p03 p09 p11 not ready",
+			pods:     fleet(12, each([]opt{notReady}, "p03", "p09", "p11")),
+			strategy: strategy("50%", "1"),
+			want: outcome{[]string{"p03", "p09", "p11", "p01"}, held(
+				HeldByMaxUnavailable, "p02", "p04",
+				HeldByPartition, []string{"p05", "p06", "p07", "p08", "p10", "p12"})},
+		},
+		{
+			name:     "partition 0 maxUnavailable 25%",
+			pods:     fleet(12, nil),
+			strategy: strategy("0", "25%"),
+			want:     outcome{[]string{"p01", "p02", "p03"}, held(HeldByMaxUnavailable, podRange(4, 12))},
+		},
+		{
+			name:      "partition 0 maxUnavailable 10% rounds up to 2",
+			pods:      fleet(12, nil),
+			strategy:  strategy("0", "10%"),
+			want:      outcome{[]string{"p01", "p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+			wantScope: &Scope{Matched: 12, Selected: 12, Target: 12, MaxUnavailable: 2},
+		},
+		{
+			name:     "partition 5",
+			pods:     fleet(12, nil),
+			strategy: strategy("5", ""),
+			want: outcome{[]string{"p01"}, held(
+				HeldByMaxUnavailable, podRange(2, 7), HeldByPartition, podRange(8, 12))},
+			wantScope: &Scope{Matched: 12, Selected: 12, Partition: 5, Target: 7, MaxUnavailable: 1},
+		},
+		{
+			name:     "partition 33% of 10 rounds up to 4",
+			pods:     fleet(10, nil),
+			strategy: strategy("33%", "1"),
+			want: outcome{[]string{"p01"}, held(
+				HeldByMaxUnavailable, podRange(2, 6), HeldByPartition, podRange(7, 10))},
+			wantScope: &Scope{Matched: 10, Selected: 10, Partition: 4, Target: 6, MaxUnavailable: 1},
+		},
+		{
+			name:     "partition 100%",
+			pods:     fleet(12, nil),
+			strategy: strategy("100%", "1"),
+			want:     outcome{nil, held(HeldByPartition, podRange(1, 12))},
+		},
+		{
+			name:      "partition larger than the pods",
+			pods:      fleet(3, nil),
+			strategy:  strategy("7", "1"),
+			want:      outcome{nil, held(HeldByPartition, podRange(1, 3))},
+			wantScope: &Scope{Matched: 3, Selected: 3, Partition: 3, Target: 0, MaxUnavailable: 1},
+		},
+		{
+			name: "selector zone=a picks 8, partition 50%",
+			pods: fleet(12, each([]opt{label("zone", "a")}, podRange(1, 8)...)),
+			strategy: func() v1alpha1.UpdateStrategy {
+				s := strategy("50%", "1")
+				s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}
+				return s
+			}(),
+			want: outcome{[]string{"p01"}, held(
+				HeldByMaxUnavailable, podRange(2, 4), HeldByPartition, podRange(5, 8))},
+			wantScope: &Scope{Matched: 12, Selected: 8, Partition: 4, Target: 4, MaxUnavailable: 1},
+		},
+		{
+			name:     "partition raised to 50% after 8 updated: never rolls back",
+			pods:     fleet(12, each([]opt{updated}, podRange(1, 8)...)),
+			strategy: strategy("50%", "1"),
+			want:     outcome{nil, held(HeldByPartition, podRange(9, 12))},
+		},
+		{
+			name: "maxUnavailable 1, p01 p02 updated but not ready: a not-ready candidate still goes",
+			pods: fleet(12, merge(
+				each([]opt{updated, notReady}, "p01", "p02"),
+				each([]opt{notReady}, "p05"))),
+			strategy:  strategy("0", "1"),
+			want:      outcome{[]string{"p05"}, held(HeldByMaxUnavailable, "p03", "p04", podRange(6, 12))},
+			wantScope: &Scope{Matched: 12, Selected: 12, Target: 12, Updated: 2, MaxUnavailable: 1, Unavailable: 2},
+		},
+		{
+			name:     "maxUnavailable 3, budget db/web over p01..p03 allows 1",
+			pods:     fleet(12, nil),
+			strategy: strategy("0", "3"),
+			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWeb, key("p02"): dbWeb, key("p03"): dbWeb},
+			want: outcome{[]string{"p01", "p04", "p05"}, held(
+				HeldByDisruptionBudget, "p02", "p03", HeldByMaxUnavailable, podRange(6, 12))},
+		},
+		{
+			name:     "a budget that allows nothing does not hold a pod that is not ready",
+			pods:     fleet(3, each([]opt{notReady}, "p01")),
+			strategy: strategy("0", "1"),
+			budgets: map[types.NamespacedName][]Budget{
+				key("p01"): {{Name: "db/web", DisruptionsAllowed: 0}},
+				key("p02"): {{Name: "db/web", DisruptionsAllowed: 0}},
+			},
+			want: outcome{[]string{"p01", "p03"}, held(HeldByDisruptionBudget, "p02")},
+		},
+		{
+			name:     "a pod under two budgets needs both",
+			pods:     fleet(2, nil),
+			strategy: strategy("0", "2"),
+			budgets: map[types.NamespacedName][]Budget{
+				key("p01"): {{Name: "db/a", DisruptionsAllowed: 1}, {Name: "db/b", DisruptionsAllowed: 1}},
+				key("p02"): {{Name: "db/b", DisruptionsAllowed: 1}},
+			},
+			want: outcome{[]string{"p01"}, held(HeldByDisruptionBudget, "p02")},
+		},
+		{
+			name:     "partition 50%, p12 drifted, Revert, maxUnavailable 1",
+			pods:     fleet(12, each([]opt{drifted}, "p12")),
+			strategy: strategy("50%", "1"),
+			drift:    v1alpha1.DriftRevert,
+			want: outcome{[]string{"p12 RevertDrift"}, held(
+				HeldByMaxUnavailable, podRange(1, 6), HeldByPartition, podRange(7, 11))},
+		},
+		{
+			name:     "drift with policy Report is left alone",
+			pods:     fleet(12, each([]opt{drifted}, "p12")),
+			strategy: strategy("50%", "1"),
+			drift:    v1alpha1.DriftReport,
+			want: outcome{[]string{"p01"}, held(
+				HeldByMaxUnavailable, podRange(2, 6), HeldByPartition, podRange(7, 12))},
+		},
+		{
+			name:     "a drifted pod due for an update gets one write, the update",
+			pods:     fleet(3, each([]opt{drifted}, "p01")),
+			strategy: strategy("0", "1"),
+			drift:    v1alpha1.DriftRevert,
+			want:     outcome{[]string{"p01"}, held(HeldByMaxUnavailable, "p02", "p03")},
+		},
+		{
+			name: "drift on an updated pod outside the selector is reverted too",
+			pods: fleet(2, each([]opt{updated, drifted, label("zone", "b")}, "p02")),
+			strategy: func() v1alpha1.UpdateStrategy {
+				s := strategy("0", "2")
+				s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}
+				return s
+			}(),
+			drift: v1alpha1.DriftRevert,
+			want:  outcome{[]string{"p02 RevertDrift"}, map[string]HoldReason{}},
+		},
+		{
+			name:     "drifted and not ready: reverted without taking maxUnavailable",
+			pods:     fleet(3, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{drifted, notReady}, "p02", "p03"))),
+			strategy: strategy("0", "1"),
+			drift:    v1alpha1.DriftRevert,
+			want:     outcome{[]string{"p02 RevertDrift", "p03 RevertDrift"}, map[string]HoldReason{}},
+		},
+		{
+			name:      "partition 0, p05 not upgradable",
+			pods:      fleet(12, each([]opt{notUpgradable}, "p05")),
+			strategy:  strategy("0", "1"),
+			want:      outcome{[]string{"p01"}, held(HeldByMaxUnavailable, podRange(2, 4), podRange(6, 12), HeldNotUpgradable, "p05")},
+			wantScope: &Scope{Matched: 12, Selected: 12, Target: 12, MaxUnavailable: 1},
+		},
+		{
+			name: "paused",
+			pods: fleet(12, each([]opt{drifted}, "p12")),
+			strategy: func() v1alpha1.UpdateStrategy {
+				s := strategy("50%", "1")
+				s.Paused = true
+				return s
+			}(),
+			drift: v1alpha1.DriftRevert,
+			want:  outcome{nil, held(HeldPaused, podRange(1, 6), "p12", HeldByPartition, podRange(7, 11))},
+		},
+		{
+			name: "NotUpdate",
+			pods: fleet(4, nil),
+			strategy: func() v1alpha1.UpdateStrategy {
+				s := strategy("50%", "1")
+				s.Type = v1alpha1.NotUpdateStrategy
+				return s
+			}(),
+			want: outcome{nil, held(HeldNotUpdate, "p01", "p02", HeldByPartition, "p03", "p04")},
+		},
+		{
+			name:      "defaults: partition 0, maxUnavailable 1",
+			pods:      fleet(3, nil),
+			want:      outcome{[]string{"p01"}, held(HeldByMaxUnavailable, "p02", "p03")},
+			wantScope: &Scope{Matched: 3, Selected: 3, Target: 3, MaxUnavailable: 1},
+		},
+		{
+			name:      "no pods",
+			strategy:  strategy("50%", "25%"),
+			want:      outcome{nil, map[string]HoldReason{}},
+			wantScope: &Scope{MaxUnavailable: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Reversed, to show the input order does not matter.
+			pods := make([]Pod, len(tt.pods))
+			for i, p := range tt.pods {
+				pods[len(pods)-1-i] = p
+			}
+			before := fmt.Sprintf("%+v", pods)
+			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets})
+			if err != nil {
+				t.Fatalf("Next: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, outcomeOf(got)); diff != "" {
+				t.Errorf("Next (-want +got):\n%s", diff)
+			}
+			if tt.wantScope != nil {
+				if diff := cmp.Diff(*tt.wantScope, got.Scope); diff != "" {
+					t.Errorf("Scope (-want +got):\n%s", diff)
+				}
+			}
+			if after := fmt.Sprintf("%+v", pods); after != before {
+				t.Errorf("Next modified its input")
+			}
+		})
+	}
+}
+
+func TestNextHeldMessages(t *testing.T) {
+	pods := fleet(4, merge(each([]opt{notUpgradable}, "p04")))
+	budgets := map[types.NamespacedName][]Budget{key("p02"): {{Name: "db/web", DisruptionsAllowed: 0}}}
+	got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: strategy("2", "2"), Budgets: budgets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Held{
+		{key("p02"), HeldByDisruptionBudget, "PodDisruptionBudget db/web allows no further disruption now"},
+		{key("p03"), HeldByPartition, "partition keeps 2 pods of 4 on their revision"},
+		{key("p04"), HeldNotUpgradable, "something other than an image changed (imageless hash old-shape, latest shape): the pod needs a recreate"},
+	}
+	if diff := cmp.Diff(want, got.Held); diff != "" {
+		t.Errorf("Held (-want +got):\n%s", diff)
+	}
+
+	got, err = Next(Input{Latest: planLatest, Pods: fleet(3, nil), Strategy: strategy("0", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "maxUnavailable 1 reached: 1 pod updating or updated but not ready"; got.Held[0].Message != want {
+		t.Errorf("Held[0].Message = %q, want %q", got.Held[0].Message, want)
+	}
+}
+
+func TestNextInvalidStrategy(t *testing.T) {
+	str := func(s string) *intstr.IntOrString {
+		v := intstr.FromString(s)
+		return &v
+	}
+	tests := []struct {
+		name     string
+		strategy v1alpha1.UpdateStrategy
+		want     string
+	}{
+		{"partition", v1alpha1.UpdateStrategy{Partition: str("half")}, "updateStrategy.partition"},
+		{"maxUnavailable", strategy("0", "x%"), "updateStrategy.maxUnavailable"},
+		{"selector", v1alpha1.UpdateStrategy{Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "zone", Operator: "Near"}}}}, "updateStrategy.selector"},
+	}
+	for _, tt := range tests {
+		_, err := Next(Input{Latest: planLatest, Pods: fleet(2, nil), Strategy: tt.strategy})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want one naming %s", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestPodUpdates checks what a write carries, on pods built as the webhook
+// builds them: only changed images are written, and the record says what
+// was written and what ran before.
+func TestPodUpdates(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	revert := Input{Latest: latest, DriftPolicy: v1alpha1.DriftRevert, Strategy: strategy("100%", "1")}
+
+	tests := []struct {
+		name  string
+		input Input
+		want  PodUpdate
+	}{
+		{
+			name:  "update writes the changed image only and records the imageID before",
+			input: Input{Latest: latest},
+			want: PodUpdate{
+				Pod: key("p01"), Action: ActionUpdate, WasReady: true,
+				Containers: []ContainerImage{{Name: "exporter", Image: "exporter:v2"}},
+				State: revision.SetState{Revision: latest.Name, Hash: latest.Hash, ImagelessHash: latest.ImagelessHash,
+					Containers: []revision.ContainerState{
+						{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1")},
+						{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
+					}},
+			},
+		},
+		{
+			name:  "revert writes the recorded image back and keeps the revision",
+			input: revert,
+			want: PodUpdate{
+				Pod: key("p01"), Action: ActionRevertDrift, WasReady: true,
+				Containers: []ContainerImage{{Name: "shipper", Init: true, Image: "fluent-bit:3.1"}},
+				State: revision.SetState{Revision: revision.Name(setName, &v1.Spec), Hash: revision.Hash(&v1.Spec), ImagelessHash: latest.ImagelessHash,
+					Containers: []revision.ContainerState{
+						{Name: "exporter", Image: "exporter:v1"},
+						{Name: "shipper", Init: true, Image: "fluent-bit:3.1", PreviousImageID: imageID("fluent-bit:debug")},
+					}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := injectedPod("p01", v1)
+			if tt.input.DriftPolicy == v1alpha1.DriftRevert {
+				pod.Spec.InitContainers[0].Image = "fluent-bit:debug"
+				swap(pod)
+			}
+			in := tt.input
+			in.Pods = []Pod{Classify(pod, record(pod), latest)}
+			plan, err := Next(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Updates) != 1 {
+				t.Fatalf("Updates = %+v, want one", plan.Updates)
+			}
+			if diff := cmp.Diff(tt.want, plan.Updates[0]); diff != "" {
+				t.Errorf("PodUpdate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A hand edit that already set the latest image needs no spec write: only
+// the record moves, and the edit's restart counts as the swap.
+func TestUpdateAfterHandEditToLatestImage(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	pod := injectedPod("p01", v1)
+	pod.Spec.Containers[1].Image = "exporter:v2"
+	swap(pod)
+
+	plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Updates) != 1 || len(plan.Updates[0].Containers) != 0 {
+		t.Fatalf("Updates = %+v, want one with no container", plan.Updates)
+	}
+	applyUpdate(pod, plan.Updates[0])
+	got := verdictOf(Classify(pod, record(pod), latest))
+	want := verdict{Updated: true, Upgradable: true, PodReady: true, Ready: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after the write (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,71 @@
+// Package rollout decides, from plain values, how running pods move to a
+// SidecarSet's latest revision: which pods are updated, updating, not
+// upgradable, drifted or ready; whether the kubelet really finished an
+// in-place image update; which pods to patch next; and whether a pod without
+// records may be adopted. It never reads or writes the cluster.
+//
+// The controller uses it in this order:
+//
+//	latest := rollout.NewLatest(set)
+//	for each pod the set's selectors match, from the cache:
+//		skip it unless rollout.Active(pod)
+//		state, err := revision.Decode(pod.Annotations)   // err: event, count as unmanaged
+//		rec, ok := state[set.Name]
+//		ok:  pods = append(pods, rollout.Classify(pod, rec, latest))
+//		!ok: unmanaged++ (adopt it when rollout.Adoptable(pod, set))
+//	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, ...})
+//	for each u in plan.Updates: patch u.Containers' images and this set's
+//		entry of the state annotation (u.State) in one write
+//	status.Compute(...) with the same pods and plan
+//
+// Pods are keyed by namespace/name and every list this package returns is in
+// a stable order, so two runs over the same pods decide the same thing.
+package rollout
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// Latest is the revision running pods move to: its ControllerRevision name,
+// both hashes, and the image declared for each sidecar.
+type Latest struct {
+	// Name is the ControllerRevision name, written into pod records.
+	Name string
+	// Hash and ImagelessHash are the revision's hashes (see revision.Hash).
+	Hash          string
+	ImagelessHash string
+	// Containers maps every sidecar name, regular and init, to its declared
+	// image.
+	Containers map[string]string
+}
+
+// NewLatest returns the latest revision of set.
+func NewLatest(set *v1alpha1.SidecarSet) Latest {
+	spec := &set.Spec
+	images := make(map[string]string, len(spec.Containers)+len(spec.InitContainers))
+	for _, c := range spec.Containers {
+		images[c.Name] = c.Image
+	}
+	for _, c := range spec.InitContainers {
+		images[c.Name] = c.Image
+	}
+	return Latest{
+		Name:          revision.Name(set.Name, spec),
+		Hash:          revision.Hash(spec),
+		ImagelessHash: revision.ImagelessHash(spec),
+		Containers:    images,
+	}
+}
+
+// Active reports whether pod takes part in a rollout: it is neither being
+// deleted nor finished (Succeeded or Failed). Such pods are going away or
+// will never run again, so they are neither patched nor counted: counting a
+// finished Job pod would keep the rollout from ever completing.
+func Active(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded &&
+		pod.Status.Phase != corev1.PodFailed
+}

@@ -1,0 +1,307 @@
+// Package status computes a SidecarSet's status, counts and conditions, from
+// the classified pods and the rollout plan. It never reads or writes the
+// cluster: the controller calls Compute after rollout.Next and writes the
+// result through the status subresource when Equal says it changed.
+package status
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/rollout"
+)
+
+// Reasons of the Progressing, Complete and Stalled conditions. All three
+// carry the reason of the rollout's state; their statuses differ.
+const (
+	// ReasonComplete: every pod the strategy allows on the latest revision
+	// is there and ready, and none is updating.
+	ReasonComplete = "RolloutComplete"
+	// ReasonUpdating: the rollout is moving pods, within its deadline.
+	ReasonUpdating = "PodsUpdating"
+	// ReasonPaused: updateStrategy.paused stops the rollout short of
+	// complete.
+	ReasonPaused = "Paused"
+	// ReasonNotUpdate: updateStrategy.type NotUpdate leaves running pods on
+	// their revision, and some pod is still finishing an earlier write.
+	ReasonNotUpdate = "NotUpdate"
+	// ReasonProgressDeadlineExceeded: no progress within
+	// progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+)
+
+// DefaultProgressDeadline applies when progressDeadlineSeconds is unset.
+const DefaultProgressDeadline = 600 * time.Second
+
+// Input is what Compute needs.
+type Input struct {
+	// Generation is the SidecarSet's metadata.generation.
+	Generation int64
+	Latest     rollout.Latest
+	// Pods and Plan are what rollout.Next got and returned in this
+	// reconcile.
+	Pods     []rollout.Pod
+	Plan     rollout.Plan
+	Strategy v1alpha1.UpdateStrategy
+	// Unmanaged counts matched pods that carry no record of the set.
+	Unmanaged int32
+	// Previous is the status the set carries now.
+	Previous v1alpha1.SidecarSetStatus
+	// Now is the current time; LastProgress is Result.LastProgress of the
+	// previous Compute, zero when unknown (a new set, a restarted manager).
+	Now          metav1.Time
+	LastProgress metav1.Time
+}
+
+// Result is the computed status and what the controller keeps or does
+// because of it.
+type Result struct {
+	Status v1alpha1.SidecarSetStatus
+	// LastProgress is when the rollout last progressed: Now when this call
+	// saw progress (or Input.LastProgress was zero), Input.LastProgress
+	// otherwise. The controller keeps it for the next Compute.
+	LastProgress metav1.Time
+	// RecheckAfter is, for an active rollout not stalled yet, the time left
+	// before its deadline: the controller requeues after it, so Stalled is
+	// set even if nothing else happens. Zero otherwise.
+	RecheckAfter time.Duration
+	// PauseRollout: the rollout is stalled and still active. The controller
+	// pauses it (updateStrategy.paused) and emits an event with the Stalled
+	// condition's reason and message.
+	PauseRollout bool
+}
+
+// Compute returns the status of a SidecarSet.
+//
+// Counts are over all the given pods (matchedPods, updatedPods, readyPods,
+// updatedReadyPods, notUpgradablePods, driftedPods); unmanagedPods is passed
+// in.
+//
+// Complete: the pods updated and ready within updateStrategy.selector reach
+// the target, Selected minus partition (rollout.Scope), and no pod is
+// updating. Under type NotUpdate the target is 0, since no running pod is to
+// move: the rollout is complete once nothing is updating. Being paused does
+// not keep a rollout from being complete.
+//
+// Progress is any of:
+//
+//   - the rollout (re)starts: the latest revision is new, or the previous
+//     status did not show it progressing (no status yet, paused, NotUpdate,
+//     complete), except when it showed it stalled;
+//   - updatedPods or updatedReadyPods grew since the previous status;
+//   - the plan writes a pod. A plan never writes the same pod twice for the
+//     same reason (once written it is updated, or no longer drifted), so a
+//     non-empty plan means the planned set changed.
+//
+// Stalled: the rollout is active (RollingUpdate, not paused), not complete,
+// and either progressDeadlineSeconds (default 600) passed since the last
+// progress, or the previous status already showed it stalled and nothing
+// progressed since; the latter keeps a stall across a manager restart, when
+// LastProgress is lost. After the controller pauses a stalled rollout,
+// Stalled stays True (with the message of the moment it stalled) until the
+// rollout is resumed, completes, or gets a new revision.
+//
+// The conditions, by state:
+//
+//	state                          Progressing                    Complete               Stalled
+//	complete                       False RolloutComplete          True RolloutComplete   False RolloutComplete
+//	paused, not complete           False Paused                   False Paused           False Paused (True as it was, after a stall)
+//	NotUpdate, pods still updating False NotUpdate                False NotUpdate        False NotUpdate
+//	active, within deadline        True PodsUpdating              False PodsUpdating     False PodsUpdating
+//	active, deadline exceeded      False ProgressDeadlineExceeded False (same)           True ProgressDeadlineExceeded
+//
+// Worked cases, 12 ready pods, progressDeadlineSeconds 600:
+//
+//	partition 50%, 6 updated and ready                   → Complete True "6 of 12 pods updated and ready; partition keeps 6"
+//	partition 50%, 3 updated and ready, 1 updating, plan empty,
+//	  last progress 599s ago                             → Progressing True PodsUpdating, RecheckAfter 1s
+//	same, last progress 600s ago                         → Stalled True ProgressDeadlineExceeded, PauseRollout
+//	same, but updatedReadyPods grew from 2 to 3          → progress: LastProgress = now, not stalled
+//	stalled, then paused by the controller               → Progressing False Paused, Stalled still True, PauseRollout false
+//	paused after a stall, then resumed                   → restart: LastProgress = now, Stalled False
+//
+// Conditions are set with meta.SetStatusCondition on a copy of the previous
+// ones: LastTransitionTime moves only when a condition's status changes, and
+// then to Now truncated to seconds, as it reads back from the apiserver.
+// Conditions of other types are kept.
+func Compute(in Input) Result {
+	now := in.Now.Rfc3339Copy()
+	sc := in.Plan.Scope
+	st := v1alpha1.SidecarSetStatus{
+		ObservedGeneration: in.Generation,
+		LatestRevision:     in.Latest.Name,
+		MatchedPods:        int32(len(in.Pods)),
+		UnmanagedPods:      in.Unmanaged,
+	}
+	var updating, updatedNotReady int
+	for _, p := range in.Pods {
+		if p.Updated {
+			st.UpdatedPods++
+		}
+		if p.Ready {
+			st.ReadyPods++
+		}
+		if p.Updated && p.Ready {
+			st.UpdatedReadyPods++
+		}
+		if !p.Upgradable {
+			st.NotUpgradablePods++
+		}
+		if len(p.Drifted) > 0 {
+			st.DriftedPods++
+		}
+		switch {
+		case p.Updating:
+			updating++
+		case p.Updated && !p.Ready:
+			updatedNotReady++
+		}
+	}
+
+	notUpdate := in.Strategy.Type == v1alpha1.NotUpdateStrategy
+	active := !notUpdate && !in.Strategy.Paused
+	target := sc.Target
+	if notUpdate {
+		target = 0
+	}
+	complete := sc.UpdatedReady >= target && updating == 0
+
+	prev := in.Previous
+	prevProgressing := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionProgressing)
+	prevStalled := meta.IsStatusConditionTrue(prev.Conditions, v1alpha1.ConditionStalled)
+	sameRevision := prev.LatestRevision == in.Latest.Name
+	restarted := !sameRevision || prevProgressing == nil ||
+		(prevProgressing.Status != metav1.ConditionTrue && prevProgressing.Reason != ReasonProgressDeadlineExceeded)
+	progressed := restarted ||
+		st.UpdatedPods > prev.UpdatedPods ||
+		st.UpdatedReadyPods > prev.UpdatedReadyPods ||
+		len(in.Plan.Updates) > 0
+
+	res := Result{LastProgress: in.LastProgress}
+	if progressed || res.LastProgress.IsZero() {
+		res.LastProgress = now
+	}
+	deadline := DefaultProgressDeadline
+	if s := in.Strategy.ProgressDeadlineSeconds; s != nil {
+		deadline = time.Duration(*s) * time.Second
+	}
+	left := deadline - now.Sub(res.LastProgress.Time)
+	stalled := active && !complete && (left <= 0 || (prevStalled && !progressed))
+
+	shown := sc
+	prefix := ""
+	if notUpdate {
+		// The partition means nothing when no running pod moves.
+		shown.Partition = 0
+		prefix = "updateStrategy.type is NotUpdate, running pods keep their revision: "
+	}
+	summary := prefix + summarize(st, shown, updating, updatedNotReady, in.Plan.Held, in.Strategy.Selector != nil)
+	var reason, message string
+	switch {
+	case complete:
+		reason, message = ReasonComplete, summary
+	case stalled:
+		reason, message = ReasonProgressDeadlineExceeded, fmt.Sprintf(
+			"no progress within progressDeadlineSeconds (%ds): %s", int64(deadline/time.Second), summary)
+	case notUpdate:
+		reason, message = ReasonNotUpdate, summary
+	case !active:
+		reason, message = ReasonPaused, "updateStrategy.paused is true: "+summary
+	default:
+		reason, message = ReasonUpdating, summary
+		res.RecheckAfter = left
+	}
+	res.PauseRollout = stalled
+
+	st.Conditions = slices.Clone(prev.Conditions)
+	set := func(conditionType string, isTrue bool, why, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type:               conditionType,
+			Status:             conditionStatus(isTrue),
+			ObservedGeneration: in.Generation,
+			LastTransitionTime: now,
+			Reason:             why,
+			Message:            msg,
+		})
+	}
+	set(v1alpha1.ConditionProgressing, !complete && active && !stalled, reason, message)
+	set(v1alpha1.ConditionComplete, complete, reason, message)
+	if prevStalled && !active && !complete && sameRevision {
+		// A rollout paused because it stalled still says why it stopped.
+		kept := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionStalled)
+		set(v1alpha1.ConditionStalled, true, kept.Reason, kept.Message)
+	} else {
+		set(v1alpha1.ConditionStalled, stalled, reason, message)
+	}
+	res.Status = st
+	return res
+}
+
+// summarize spells the counts for a human, e.g.
+// "6 of 12 pods updated and ready; partition keeps 6; 1 updating".
+func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, updating, updatedNotReady int, held []rollout.Held, selector bool) string {
+	of := "pods"
+	if selector {
+		of = "selected pods"
+	}
+	parts := []string{fmt.Sprintf("%d of %d %s updated and ready", sc.UpdatedReady, sc.Selected, of)}
+	if sc.Partition > 0 {
+		parts = append(parts, fmt.Sprintf("partition keeps %d", sc.Partition))
+	}
+	if updating > 0 {
+		parts = append(parts, fmt.Sprintf("%d updating", updating))
+	}
+	if updatedNotReady > 0 {
+		parts = append(parts, fmt.Sprintf("%d updated but not ready", updatedNotReady))
+	}
+	if st.NotUpgradablePods > 0 {
+		parts = append(parts, fmt.Sprintf("%d not upgradable (need a recreate)", st.NotUpgradablePods))
+	}
+	var blocked int
+	for _, h := range held {
+		if h.Reason == rollout.HeldByDisruptionBudget {
+			blocked++
+		}
+	}
+	if blocked > 0 {
+		parts = append(parts, fmt.Sprintf("%d held by a PodDisruptionBudget", blocked))
+	}
+	if st.DriftedPods > 0 {
+		parts = append(parts, fmt.Sprintf("%d drifted", st.DriftedPods))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func conditionStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// Equal reports whether two statuses say the same, so the controller writes
+// only a status that changed. Conditions are compared by type, in any order,
+// and without LastTransitionTime: Compute keeps it whenever a condition's
+// status stays, so a LastTransitionTime that differs alone is noise (a
+// different precision or location of the same instant), never news.
+func Equal(a, b v1alpha1.SidecarSetStatus) bool {
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, ca := range a.Conditions {
+		cb := meta.FindStatusCondition(b.Conditions, ca.Type)
+		if cb == nil || ca.Status != cb.Status || ca.Reason != cb.Reason ||
+			ca.Message != cb.Message || ca.ObservedGeneration != cb.ObservedGeneration {
+			return false
+		}
+	}
+	a.Conditions, b.Conditions = nil, nil
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,481 @@
+package status
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/rollout"
+)
+
+const generation = 3
+
+var (
+	// now has nanoseconds, which Compute drops as the apiserver would.
+	now     = metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC))
+	nowSec  = metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	hourAgo = metav1.NewTime(nowSec.Add(-time.Hour))
+
+	latest = rollout.Latest{Name: "mysql-sidecars-new", Hash: "new", ImagelessHash: "shape",
+		Containers: map[string]string{"exporter": "exporter:v2"}}
+)
+
+func ago(d time.Duration) metav1.Time { return metav1.NewTime(nowSec.Add(-d)) }
+
+// mix says how many pods of a fleet are in each state, assigned in this
+// order from p01; the rest are on the old revision and ready. The last
+// Drifted pods are drifted besides.
+type mix struct {
+	UpdatedReady, Updating, UpdatedNotReady, NotReady, NotUpgradable, Drifted int
+}
+
+func fleet(total int, m mix) []rollout.Pod {
+	var pods []rollout.Pod
+	for i := range total {
+		p := rollout.Pod{
+			Key:        types.NamespacedName{Namespace: "db", Name: fmt.Sprintf("p%02d", i+1)},
+			Labels:     map[string]string{"app": "db"},
+			Upgradable: true, PodReady: true, Ready: true,
+		}
+		switch n := i; {
+		case n < m.UpdatedReady:
+			p.Updated = true
+		case n < m.UpdatedReady+m.Updating:
+			p.Updated, p.Updating, p.Ready = true, true, false
+		case n < m.UpdatedReady+m.Updating+m.UpdatedNotReady:
+			p.Updated, p.PodReady, p.Ready = true, false, false
+		case n < m.UpdatedReady+m.Updating+m.UpdatedNotReady+m.NotReady:
+			p.PodReady, p.Ready = false, false
+		case n < m.UpdatedReady+m.Updating+m.UpdatedNotReady+m.NotReady+m.NotUpgradable:
+			p.Upgradable = false
+		}
+		if i >= total-m.Drifted {
+			p.Drifted = []string{"exporter"}
+		}
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+func intOrString(s string) *intstr.IntOrString {
+	v := intstr.Parse(s)
+	return &v
+}
+
+func rolling(partition string) v1alpha1.UpdateStrategy {
+	return v1alpha1.UpdateStrategy{Type: v1alpha1.RollingUpdateStrategy, Partition: intOrString(partition),
+		MaxUnavailable: intOrString("1"), ProgressDeadlineSeconds: ptr.To[int32](600)}
+}
+
+// cond is a condition's status, reason, message and transition time.
+type cond struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+	since   metav1.Time
+}
+
+// conds returns Progressing, Complete and Stalled as given.
+func conds(progressing, complete, stalled cond) []metav1.Condition {
+	var out []metav1.Condition
+	for _, x := range []struct {
+		t string
+		c cond
+	}{{v1alpha1.ConditionProgressing, progressing}, {v1alpha1.ConditionComplete, complete}, {v1alpha1.ConditionStalled, stalled}} {
+		out = append(out, metav1.Condition{Type: x.t, Status: x.c.status, Reason: x.c.reason, Message: x.c.message,
+			LastTransitionTime: x.c.since, ObservedGeneration: generation})
+	}
+	return out
+}
+
+const (
+	yes = metav1.ConditionTrue
+	no  = metav1.ConditionFalse
+)
+
+// statusOf returns a status with these counts and conditions.
+func statusOf(matched, updated, ready, updatedReady int32, conditions []metav1.Condition) v1alpha1.SidecarSetStatus {
+	return v1alpha1.SidecarSetStatus{ObservedGeneration: generation, LatestRevision: latest.Name,
+		MatchedPods: matched, UpdatedPods: updated, ReadyPods: ready, UpdatedReadyPods: updatedReady, Conditions: conditions}
+}
+
+// TestCompute mirrors the worked cases in Compute's doc comment, then more.
+func TestCompute(t *testing.T) {
+	const (
+		start    = "0 of 12 pods updated and ready; partition keeps 6"
+		halfway  = "3 of 12 pods updated and ready; partition keeps 6; 1 updating"
+		stallMsg = "no progress within progressDeadlineSeconds (600s): " + halfway
+	)
+	progressing := conds(cond{yes, ReasonUpdating, halfway, hourAgo}, cond{no, ReasonUpdating, halfway, hourAgo}, cond{no, ReasonUpdating, halfway, hourAgo})
+	stalledConds := conds(cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo}, cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo}, cond{yes, ReasonProgressDeadlineExceeded, stallMsg, hourAgo})
+	paused := rolling("50%")
+	paused.Paused = true
+	notUpdate := rolling("50%")
+	notUpdate.Type = v1alpha1.NotUpdateStrategy
+
+	tests := []struct {
+		name         string
+		pods         []rollout.Pod
+		strategy     v1alpha1.UpdateStrategy
+		unmanaged    int32
+		budgets      map[types.NamespacedName][]rollout.Budget
+		previous     v1alpha1.SidecarSetStatus
+		lastProgress metav1.Time
+		want         Result
+	}{
+		{
+			name:     "partition 50%, 6 updated and ready: complete",
+			pods:     fleet(12, mix{UpdatedReady: 6}),
+			strategy: rolling("50%"),
+			previous: statusOf(12, 6, 12, 5, progressing),
+			want: Result{
+				Status: statusOf(12, 6, 12, 6, conds(
+					cond{no, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
+					cond{yes, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
+					cond{no, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", hourAgo})),
+				LastProgress: nowSec,
+			},
+		},
+		{
+			name:         "3 updated and ready, 1 updating, nothing to write, last progress 599s ago",
+			pods:         fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy:     rolling("50%"),
+			previous:     statusOf(12, 4, 11, 3, progressing),
+			lastProgress: ago(599 * time.Second),
+			want: Result{
+				Status:       statusOf(12, 4, 11, 3, progressing),
+				LastProgress: ago(599 * time.Second),
+				RecheckAfter: time.Second,
+			},
+		},
+		{
+			name:         "same, last progress 600s ago: stalled",
+			pods:         fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy:     rolling("50%"),
+			previous:     statusOf(12, 4, 11, 3, progressing),
+			lastProgress: ago(600 * time.Second),
+			want: Result{
+				Status: statusOf(12, 4, 11, 3, conds(
+					cond{no, ReasonProgressDeadlineExceeded, stallMsg, nowSec},
+					cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo},
+					cond{yes, ReasonProgressDeadlineExceeded, stallMsg, nowSec})),
+				LastProgress: ago(600 * time.Second),
+				PauseRollout: true,
+			},
+		},
+		{
+			name:         "same, but updatedReadyPods grew from 2 to 3: progress",
+			pods:         fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy:     rolling("50%"),
+			previous:     statusOf(12, 4, 11, 2, progressing),
+			lastProgress: ago(600 * time.Second),
+			want: Result{
+				Status:       statusOf(12, 4, 11, 3, progressing),
+				LastProgress: nowSec,
+				RecheckAfter: 600 * time.Second,
+			},
+		},
+		{
+			name:         "stalled, then paused by the controller: Stalled stays",
+			pods:         fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy:     paused,
+			previous:     statusOf(12, 4, 11, 3, stalledConds),
+			lastProgress: ago(2 * time.Hour),
+			want: Result{
+				Status: statusOf(12, 4, 11, 3, conds(
+					cond{no, ReasonPaused, "updateStrategy.paused is true: " + halfway, hourAgo},
+					cond{no, ReasonPaused, "updateStrategy.paused is true: " + halfway, hourAgo},
+					cond{yes, ReasonProgressDeadlineExceeded, stallMsg, hourAgo})),
+				LastProgress: ago(2 * time.Hour),
+			},
+		},
+		{
+			name:     "paused after a stall, then resumed: the clock restarts",
+			pods:     fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy: rolling("50%"),
+			previous: statusOf(12, 4, 11, 3, conds(
+				cond{no, ReasonPaused, "updateStrategy.paused is true: " + halfway, hourAgo},
+				cond{no, ReasonPaused, "updateStrategy.paused is true: " + halfway, hourAgo},
+				cond{yes, ReasonProgressDeadlineExceeded, stallMsg, hourAgo})),
+			lastProgress: ago(2 * time.Hour),
+			want: Result{
+				Status: statusOf(12, 4, 11, 3, conds(
+					cond{yes, ReasonUpdating, halfway, nowSec},
+					cond{no, ReasonUpdating, halfway, hourAgo},
+					cond{no, ReasonUpdating, halfway, nowSec})),
+				LastProgress: nowSec,
+				RecheckAfter: 600 * time.Second,
+			},
+		},
+		{
+			name:     "a stall survives a manager restart that lost LastProgress",
+			pods:     fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy: rolling("50%"),
+			previous: statusOf(12, 4, 11, 3, stalledConds),
+			want: Result{
+				Status:       statusOf(12, 4, 11, 3, stalledConds),
+				LastProgress: nowSec,
+				PauseRollout: true,
+			},
+		},
+		{
+			name:     "a new revision while paused after a stall clears Stalled",
+			pods:     fleet(12, mix{}),
+			strategy: paused,
+			previous: func() v1alpha1.SidecarSetStatus {
+				s := statusOf(12, 4, 11, 3, stalledConds)
+				s.LatestRevision = "mysql-sidecars-old"
+				return s
+			}(),
+			want: Result{
+				Status: statusOf(12, 0, 12, 0, conds(
+					cond{no, ReasonPaused, "updateStrategy.paused is true: " + start, hourAgo},
+					cond{no, ReasonPaused, "updateStrategy.paused is true: " + start, hourAgo},
+					cond{no, ReasonPaused, "updateStrategy.paused is true: " + start, nowSec})),
+				LastProgress: nowSec,
+			},
+		},
+		{
+			name:     "first status: the rollout starts and writes p01",
+			pods:     fleet(12, mix{}),
+			strategy: rolling("50%"),
+			want: Result{
+				Status: statusOf(12, 0, 12, 0, conds(
+					cond{yes, ReasonUpdating, start, nowSec},
+					cond{no, ReasonUpdating, start, nowSec},
+					cond{no, ReasonUpdating, start, nowSec})),
+				LastProgress: nowSec,
+				RecheckAfter: 600 * time.Second,
+			},
+		},
+		{
+			name:     "a write is progress even when no count moved",
+			pods:     fleet(12, mix{UpdatedReady: 3}),
+			strategy: rolling("50%"),
+			previous: statusOf(12, 3, 12, 3, progressing),
+			// Nothing grew, but Next writes p04.
+			lastProgress: ago(700 * time.Second),
+			want: Result{
+				Status: statusOf(12, 3, 12, 3, conds(
+					cond{yes, ReasonUpdating, "3 of 12 pods updated and ready; partition keeps 6", hourAgo},
+					cond{no, ReasonUpdating, "3 of 12 pods updated and ready; partition keeps 6", hourAgo},
+					cond{no, ReasonUpdating, "3 of 12 pods updated and ready; partition keeps 6", hourAgo})),
+				LastProgress: nowSec,
+				RecheckAfter: 600 * time.Second,
+			},
+		},
+		{
+			name: "progressDeadlineSeconds 60",
+			pods: fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy: func() v1alpha1.UpdateStrategy {
+				s := rolling("50%")
+				s.ProgressDeadlineSeconds = ptr.To[int32](60)
+				return s
+			}(),
+			previous: statusOf(12, 4, 11, 3, progressing),
+			// Unset: the default 600s would not have passed.
+			lastProgress: ago(61 * time.Second),
+			want: Result{
+				Status: statusOf(12, 4, 11, 3, conds(
+					cond{no, ReasonProgressDeadlineExceeded, "no progress within progressDeadlineSeconds (60s): " + halfway, nowSec},
+					cond{no, ReasonProgressDeadlineExceeded, "no progress within progressDeadlineSeconds (60s): " + halfway, hourAgo},
+					cond{yes, ReasonProgressDeadlineExceeded, "no progress within progressDeadlineSeconds (60s): " + halfway, nowSec})),
+				LastProgress: ago(61 * time.Second),
+				PauseRollout: true,
+			},
+		},
+		{
+			name:     "NotUpdate, nothing updating: complete",
+			pods:     fleet(12, mix{UpdatedReady: 4}),
+			strategy: notUpdate,
+			want: Result{
+				Status: statusOf(12, 4, 12, 4, conds(
+					cond{no, ReasonComplete, "updateStrategy.type is NotUpdate, running pods keep their revision: 4 of 12 pods updated and ready", nowSec},
+					cond{yes, ReasonComplete, "updateStrategy.type is NotUpdate, running pods keep their revision: 4 of 12 pods updated and ready", nowSec},
+					cond{no, ReasonComplete, "updateStrategy.type is NotUpdate, running pods keep their revision: 4 of 12 pods updated and ready", nowSec})),
+				LastProgress: nowSec,
+			},
+		},
+		{
+			name:     "NotUpdate, a pod still finishing an earlier write",
+			pods:     fleet(4, mix{Updating: 1}),
+			strategy: notUpdate,
+			want: Result{
+				Status: statusOf(4, 1, 3, 0, conds(
+					cond{no, ReasonNotUpdate, "updateStrategy.type is NotUpdate, running pods keep their revision: 0 of 4 pods updated and ready; 1 updating", nowSec},
+					cond{no, ReasonNotUpdate, "updateStrategy.type is NotUpdate, running pods keep their revision: 0 of 4 pods updated and ready; 1 updating", nowSec},
+					cond{no, ReasonNotUpdate, "updateStrategy.type is NotUpdate, running pods keep their revision: 0 of 4 pods updated and ready; 1 updating", nowSec})),
+				LastProgress: nowSec,
+			},
+		},
+		{
+			name:      "every count, and the message names what holds the rollout",
+			pods:      fleet(12, mix{UpdatedReady: 2, UpdatedNotReady: 1, NotUpgradable: 2, Drifted: 1}),
+			strategy:  func() v1alpha1.UpdateStrategy { s := rolling("0"); s.MaxUnavailable = intOrString("3"); return s }(),
+			unmanaged: 3,
+			budgets: map[types.NamespacedName][]rollout.Budget{
+				{Namespace: "db", Name: "p06"}: {{Name: "db/web", DisruptionsAllowed: 0}},
+				{Namespace: "db", Name: "p07"}: {{Name: "db/web", DisruptionsAllowed: 0}},
+			},
+			want: Result{
+				Status: v1alpha1.SidecarSetStatus{ObservedGeneration: generation, LatestRevision: latest.Name,
+					MatchedPods: 12, UpdatedPods: 3, ReadyPods: 11, UpdatedReadyPods: 2, NotUpgradablePods: 2,
+					DriftedPods: 1, UnmanagedPods: 3,
+					Conditions: conds(
+						cond{yes, ReasonUpdating, "2 of 12 pods updated and ready; 1 updated but not ready; 2 not upgradable (need a recreate); 2 held by a PodDisruptionBudget; 1 drifted", nowSec},
+						cond{no, ReasonUpdating, "2 of 12 pods updated and ready; 1 updated but not ready; 2 not upgradable (need a recreate); 2 held by a PodDisruptionBudget; 1 drifted", nowSec},
+						cond{no, ReasonUpdating, "2 of 12 pods updated and ready; 1 updated but not ready; 2 not upgradable (need a recreate); 2 held by a PodDisruptionBudget; 1 drifted", nowSec}),
+				},
+				LastProgress: nowSec,
+				RecheckAfter: 600 * time.Second,
+			},
+		},
+		{
+			name: "selector: counted within the selected pods",
+			pods: func() []rollout.Pod {
+				pods := fleet(12, mix{UpdatedReady: 2})
+				for i := range 4 {
+					pods[i].Labels = map[string]string{"app": "db", "zone": "a"}
+				}
+				return pods
+			}(),
+			strategy: func() v1alpha1.UpdateStrategy {
+				s := rolling("50%")
+				s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}
+				return s
+			}(),
+			want: Result{
+				Status: statusOf(12, 2, 12, 2, conds(
+					cond{no, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
+					cond{yes, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
+					cond{no, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec})),
+				LastProgress: nowSec,
+			},
+		},
+		{
+			name:     "not upgradable pods keep the target out of reach",
+			pods:     fleet(4, mix{UpdatedReady: 3, NotUpgradable: 1}),
+			strategy: rolling("0"),
+			previous: statusOf(4, 3, 4, 3, conds(
+				cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			lastProgress: ago(time.Minute),
+			want: Result{
+				Status: func() v1alpha1.SidecarSetStatus {
+					s := statusOf(4, 3, 4, 3, conds(
+						cond{yes, ReasonUpdating, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo},
+						cond{no, ReasonUpdating, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo},
+						cond{no, ReasonUpdating, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo}))
+					s.NotUpgradablePods = 1
+					return s
+				}(),
+				LastProgress: ago(time.Minute),
+				RecheckAfter: 540 * time.Second,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: tt.pods, Strategy: tt.strategy, Budgets: tt.budgets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			previous := tt.previous.DeepCopy()
+			got := Compute(Input{
+				Generation: generation, Latest: latest, Pods: tt.pods, Plan: plan, Strategy: tt.strategy,
+				Unmanaged: tt.unmanaged, Previous: tt.previous, Now: now, LastProgress: tt.lastProgress,
+			})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Compute (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(previous, &tt.previous); diff != "" {
+				t.Errorf("Compute modified the previous status (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Conditions of types Compute does not own are left alone.
+func TestComputeKeepsOtherConditions(t *testing.T) {
+	other := metav1.Condition{Type: "Example", Status: yes, Reason: "Because", LastTransitionTime: hourAgo}
+	pods := fleet(2, mix{UpdatedReady: 2})
+	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: rolling("0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Compute(Input{Generation: generation, Latest: latest, Pods: pods, Plan: plan, Strategy: rolling("0"),
+		Previous: v1alpha1.SidecarSetStatus{Conditions: []metav1.Condition{other}}, Now: now})
+	if diff := cmp.Diff(other, got.Status.Conditions[0]); diff != "" {
+		t.Errorf("first condition (-want +got):\n%s", diff)
+	}
+	if len(got.Status.Conditions) != 4 {
+		t.Errorf("conditions = %d, want the other one and Compute's three", len(got.Status.Conditions))
+	}
+}
+
+// Fed its own output a little later, with nothing moved, Compute returns a
+// status Equal to it: the controller does not write again.
+func TestComputeIsStable(t *testing.T) {
+	pods := fleet(12, mix{UpdatedReady: 3, Updating: 1})
+	s := rolling("50%")
+	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Generation: generation, Latest: latest, Pods: pods, Plan: plan, Strategy: s, Now: now}
+	first := Compute(in)
+	in.Previous, in.LastProgress, in.Now = first.Status, first.LastProgress, metav1.NewTime(now.Add(10*time.Second))
+	second := Compute(in)
+	if !Equal(first.Status, second.Status) {
+		t.Errorf("second Compute differs:\n%s", cmp.Diff(first.Status, second.Status))
+	}
+	if second.LastProgress != first.LastProgress || second.RecheckAfter != 590*time.Second {
+		t.Errorf("second: LastProgress %v RecheckAfter %v, want %v and 590s", second.LastProgress, second.RecheckAfter, first.LastProgress)
+	}
+}
+
+func TestEqual(t *testing.T) {
+	base := statusOf(12, 6, 12, 6, conds(
+		cond{no, ReasonComplete, "done", hourAgo}, cond{yes, ReasonComplete, "done", hourAgo}, cond{no, ReasonComplete, "done", hourAgo}))
+	tests := []struct {
+		name   string
+		change func(s *v1alpha1.SidecarSetStatus)
+		want   bool
+	}{
+		{"identical", func(*v1alpha1.SidecarSetStatus) {}, true},
+		{"lastTransitionTime only", func(s *v1alpha1.SidecarSetStatus) { s.Conditions[1].LastTransitionTime = now }, true},
+		{"same instant in another location", func(s *v1alpha1.SidecarSetStatus) {
+			s.Conditions[0].LastTransitionTime = metav1.NewTime(hourAgo.In(time.FixedZone("KST", 9*3600)))
+		}, true},
+		{"conditions in another order", func(s *v1alpha1.SidecarSetStatus) {
+			s.Conditions[0], s.Conditions[2] = s.Conditions[2], s.Conditions[0]
+		}, true},
+		{"a count", func(s *v1alpha1.SidecarSetStatus) { s.ReadyPods = 11 }, false},
+		{"observedGeneration", func(s *v1alpha1.SidecarSetStatus) { s.ObservedGeneration++ }, false},
+		{"latestRevision", func(s *v1alpha1.SidecarSetStatus) { s.LatestRevision = "other" }, false},
+		{"a condition's status", func(s *v1alpha1.SidecarSetStatus) { s.Conditions[1].Status = no }, false},
+		{"a condition's reason", func(s *v1alpha1.SidecarSetStatus) { s.Conditions[1].Reason = ReasonUpdating }, false},
+		{"a condition's message", func(s *v1alpha1.SidecarSetStatus) { s.Conditions[1].Message = "7 of 12" }, false},
+		{"a condition's observedGeneration", func(s *v1alpha1.SidecarSetStatus) { s.Conditions[1].ObservedGeneration++ }, false},
+		{"a condition fewer", func(s *v1alpha1.SidecarSetStatus) { s.Conditions = s.Conditions[:2] }, false},
+		{"a condition replaced by another type", func(s *v1alpha1.SidecarSetStatus) { s.Conditions[2].Type = "Other" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := base.DeepCopy()
+			tt.change(changed)
+			if got := Equal(base, *changed); got != tt.want {
+				t.Errorf("Equal = %v, want %v", got, tt.want)
+			}
+			if got := Equal(*changed, base); got != tt.want {
+				t.Errorf("Equal, swapped = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
