@@ -128,6 +128,7 @@ type UpdateStrategy struct {
 	// counts within the selected pods. Defaults to 0.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:default=0
 	Partition *intstr.IntOrString `json:"partition,omitempty"`
 
 	// maxUnavailable is how many pods (an integer, or "N%" of the matched

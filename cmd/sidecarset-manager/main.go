@@ -1,0 +1,74 @@
+// Command sidecarset-manager runs the SidecarSet controllers and the
+// admission webhooks that inject sidecars into new pods.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sidecarset/sidecarset/internal/manager"
+)
+
+const usage = `sidecarset-manager runs the SidecarSet controllers and webhooks.
+
+It injects the sidecars that SidecarSets declare into new pods (mutating
+webhook), validates SidecarSets (validating webhook), and rolls new sidecar
+images into running pods in place.
+
+Examples:
+  # in a cluster, as the Helm chart runs it
+  sidecarset-manager --namespace=sidecarset-system --leader-elect
+
+  # locally against a cluster, serving webhooks with certificates in ./certs
+  sidecarset-manager --kubeconfig=$HOME/.kube/config --cert-dir=./certs --webhook-port=9443
+
+Flags:
+`
+
+func main() {
+	opts := manager.DefaultOptions()
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		opts.Namespace = ns
+	}
+	fs := flag.CommandLine
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&opts.Namespace, "namespace", opts.Namespace,
+		"the manager's own namespace (default from $POD_NAMESPACE): never injected; revisions are kept there")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "address of the metrics endpoint; 0 turns it off")
+	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "address of /healthz and /readyz; 0 turns it off")
+	fs.StringVar(&opts.WebhookHost, "webhook-host", opts.WebhookHost, "address the webhook server listens on (empty: all)")
+	fs.IntVar(&opts.WebhookPort, "webhook-port", opts.WebhookPort, "port the webhook server listens on")
+	fs.StringVar(&opts.CertDir, "cert-dir", opts.CertDir, "folder with the webhook serving certificate, tls.crt and tls.key")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection, "elect one active manager among replicas (use with more than one replica)")
+	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown, "how long to wait for work in flight on stop")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	// --kubeconfig is registered by controller-runtime's config package.
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "load kubeconfig")
+		os.Exit(1)
+	}
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		log.Error(err, "build manager")
+		os.Exit(1)
+	}
+	log.Info("starting", "namespace", opts.Namespace, "webhookPort", opts.WebhookPort)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager stopped with an error")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,552 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/rollout"
+	"github.com/sidecarset/sidecarset/internal/status"
+)
+
+// Reconcile brings one SidecarSet's pods a step closer to its latest
+// revision and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	set := &v1alpha1.SidecarSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted: its revisions go with it (owner references); pods
+			// keep the sidecars they run.
+			r.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get SidecarSet: %w", err)
+	}
+	if set.DeletionTimestamp != nil {
+		// Being deleted: writing pods now would race the deletion.
+		return ctrl.Result{}, nil
+	}
+
+	pods, err := r.matchedPods(ctx, set)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	inUse := sets.New[string]()
+	for _, p := range pods {
+		inUse.Insert(p.rec.Revision)
+	}
+	if _, err := r.syncRevisions(ctx, set, inUse); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	latest := rollout.NewLatest(set)
+	classified := make([]rollout.Pod, len(pods))
+	for i, p := range pods {
+		classified[i] = rollout.Classify(p.pod, p.rec, latest)
+	}
+	unmanaged, err := r.countUnmanaged(ctx, set)
+	if err != nil {
+		// The count is a report, not a gate: keep rolling out with the last one.
+		log.Error(err, "count unmanaged pods")
+	}
+	budgets, err := r.budgets(ctx, pods)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	plan, err := rollout.Next(rollout.Input{
+		Latest:      latest,
+		Pods:        classified,
+		Strategy:    set.Spec.UpdateStrategy,
+		DriftPolicy: set.Spec.DriftPolicy,
+		Budgets:     budgets,
+	})
+	if err != nil {
+		// Validation refuses such a strategy; one stored before it cannot
+		// be acted on until it is fixed.
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, "InvalidStrategy", "Plan", "%v", err)
+		return ctrl.Result{}, nil
+	}
+
+	byKey := make(map[types.NamespacedName]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byKey[types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}] = p.pod
+	}
+	// Status counts as progress only the writes that landed.
+	plan.Updates = r.apply(ctx, set, plan, byKey)
+	if err := r.markPods(ctx, set, classified, byKey); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	return r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
+}
+
+type matched struct {
+	pod *corev1.Pod
+	rec revision.SetState
+}
+
+// matchedPods returns the active pods that the set's selectors match and
+// that carry its record, from the cache.
+func (r *Reconciler) matchedPods(ctx context.Context, set *v1alpha1.SidecarSet) ([]matched, error) {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector},
+		client.MatchingLabels{v1alpha1.LabelManaged: "true"}); err != nil {
+		return nil, fmt.Errorf("list managed pods: %w", err)
+	}
+	namespaces := map[string]*corev1.Namespace{}
+	var out []matched
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if !rollout.Active(pod) || !hasRecord(pod.Annotations, set.Name) {
+			continue
+		}
+		state, err := revision.Decode(pod.Annotations)
+		if err != nil {
+			r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonCorruptState, "Decode",
+				"pod is treated as not injected by %s: %v", set.Name, err)
+			continue
+		}
+		rec, ok := state[set.Name]
+		if !ok {
+			continue
+		}
+		ns, err := r.namespace(ctx, namespaces, pod.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := inject.Matches(set, pod, ns, r.injectOptions()); err != nil || !ok {
+			continue
+		}
+		out = append(out, matched{pod: pod, rec: rec})
+	}
+	return out, nil
+}
+
+func (r *Reconciler) injectOptions() inject.Options {
+	return inject.Options{ManagerNamespace: r.Namespace, Cache: &r.injectCache}
+}
+
+func (r *Reconciler) namespace(ctx context.Context, seen map[string]*corev1.Namespace, name string) (*corev1.Namespace, error) {
+	if ns, ok := seen[name]; ok {
+		return ns, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get namespace %s: %w", name, err)
+		}
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	seen[name] = ns
+	return ns, nil
+}
+
+// budgets returns, per pod, the PodDisruptionBudgets that select it.
+func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.NamespacedName][]rollout.Budget, error) {
+	byNamespace := map[string][]policyv1.PodDisruptionBudget{}
+	out := map[types.NamespacedName][]rollout.Budget{}
+	for _, p := range pods {
+		pdbs, ok := byNamespace[p.pod.Namespace]
+		if !ok {
+			var list policyv1.PodDisruptionBudgetList
+			if err := r.Client.List(ctx, &list, client.InNamespace(p.pod.Namespace)); err != nil {
+				return nil, fmt.Errorf("list PodDisruptionBudgets in %s: %w", p.pod.Namespace, err)
+			}
+			pdbs = list.Items
+			byNamespace[p.pod.Namespace] = pdbs
+		}
+		for _, pdb := range pdbs {
+			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+			// The disruption controller ignores a budget with an empty or
+			// broken selector; so does the rollout.
+			if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.pod.Labels)) {
+				continue
+			}
+			key := types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}
+			out[key] = append(out[key], rollout.Budget{
+				Name:               pdb.Namespace + "/" + pdb.Name,
+				DisruptionsAllowed: pdb.Status.DisruptionsAllowed,
+			})
+		}
+	}
+	return out, nil
+}
+
+// apply writes the plan's pod updates and returns the ones that landed.
+func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan rollout.Plan, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
+	log := ctrl.LoggerFrom(ctx)
+	var written []rollout.PodUpdate
+	for _, u := range plan.Updates {
+		pod := pods[u.Pod]
+		if err := r.writePod(ctx, set, pod, u); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				// The cache was behind: the pod changed or went away since.
+				// Its watch event brings the set back with the new pod.
+				log.V(1).Info("pod changed before the update; will retry", "pod", klog.KObj(pod), "err", err.Error())
+				continue
+			}
+			log.Error(err, "update sidecar images", "pod", klog.KObj(pod))
+			r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Update",
+				"update sidecars of %s: %v", set.Name, err)
+			continue
+		}
+		written = append(written, u)
+		images := make([]string, len(u.Containers))
+		for i, c := range u.Containers {
+			images[i] = c.Name + "=" + c.Image
+		}
+		switch u.Action {
+		case rollout.ActionRevertDrift:
+			r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",
+				"SidecarSet %s wrote back %s", set.Name, strings.Join(images, ", "))
+		default:
+			r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonSidecarUpdated, "Update",
+				"SidecarSet %s revision %s: %s", set.Name, u.State.Revision, strings.Join(images, ", "))
+		}
+	}
+	if len(written) > 0 {
+		names := make([]string, len(written))
+		for i, u := range written {
+			names[i] = u.Pod.String()
+		}
+		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
+			"updating %d pod(s) in place: %s", len(written), strings.Join(names, ", "))
+	}
+	return written
+}
+
+// writePod patches the images of u's containers and the set's record in one
+// request. The patch carries the pod's resourceVersion: if the cache was
+// stale the apiserver refuses it, so a pod is never written twice from one
+// stale view.
+func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
+	pod := cached.DeepCopy()
+	for _, c := range u.Containers {
+		list := pod.Spec.Containers
+		if c.Init {
+			list = pod.Spec.InitContainers
+		}
+		for i := range list {
+			if list[i].Name == c.Name {
+				list[i].Image = c.Image
+			}
+		}
+	}
+	state, err := revision.Decode(pod.Annotations)
+	if err != nil {
+		return fmt.Errorf("decode state of %s: %w", klog.KObj(pod), err)
+	}
+	state[set.Name] = u.State
+	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Patch(ctx, pod, patch); err != nil {
+		return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(pod), err)
+	}
+	return nil
+}
+
+// markPods keeps the pod conditions that show, on the pod itself, that it
+// cannot be updated in place or that a sidecar was edited by hand, and emits
+// one event on the set naming the pods that became so.
+func (r *Reconciler) markPods(ctx context.Context, set *v1alpha1.SidecarSet, pods []rollout.Pod, byKey map[types.NamespacedName]*corev1.Pod) error {
+	var newlyStuck, newlyDrifted []string
+	for _, p := range pods {
+		pod := byKey[p.Key]
+		upgradable := corev1.PodCondition{Type: v1alpha1.PodConditionUpgradable, Status: corev1.ConditionTrue,
+			Reason: "InPlace", Message: fmt.Sprintf("SidecarSet %s can update this pod's sidecars in place", set.Name)}
+		if !p.Upgradable {
+			upgradable.Status, upgradable.Reason = corev1.ConditionFalse, v1alpha1.ReasonUpdateImmutableField
+			upgradable.Message = fmt.Sprintf("SidecarSet %s changed more than images; the pod needs a recreate to take it", set.Name)
+		}
+		drifted := corev1.PodCondition{Type: PodConditionDrifted, Status: corev1.ConditionFalse,
+			Reason: "AsWritten", Message: fmt.Sprintf("SidecarSet %s: sidecar images are as written", set.Name)}
+		if len(p.Drifted) > 0 {
+			drifted.Status, drifted.Reason = corev1.ConditionTrue, "ImageChangedByHand"
+			drifted.Message = fmt.Sprintf("SidecarSet %s: image of %s differs from what the controller wrote",
+				set.Name, strings.Join(p.Drifted, ", "))
+		}
+		changedUpgradable := needsCondition(pod, upgradable, set.Name, !p.Upgradable)
+		changedDrifted := needsCondition(pod, drifted, set.Name, len(p.Drifted) > 0)
+		if !changedUpgradable && !changedDrifted {
+			continue
+		}
+		updated := pod.DeepCopy()
+		if changedUpgradable {
+			setPodCondition(updated, upgradable)
+			if !p.Upgradable {
+				newlyStuck = append(newlyStuck, p.Key.String())
+			}
+		}
+		if changedDrifted {
+			setPodCondition(updated, drifted)
+			if len(p.Drifted) > 0 {
+				newlyDrifted = append(newlyDrifted, p.Key.String())
+				r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonDrifted, "Detect", "%s", drifted.Message)
+			}
+		}
+		if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(pod)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("patch conditions of %s: %w", klog.KObj(pod), err)
+		}
+	}
+	if len(newlyStuck) > 0 {
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonNotUpgradable, "Classify",
+			"%d pod(s) cannot take this revision in place (something other than an image changed) and need a recreate: %s",
+			len(newlyStuck), strings.Join(newlyStuck, ", "))
+	}
+	if len(newlyDrifted) > 0 {
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonDrifted, "Detect",
+			"%d pod(s) run a sidecar image changed by hand (driftPolicy %s): %s",
+			len(newlyDrifted), set.Spec.DriftPolicy, strings.Join(newlyDrifted, ", "))
+	}
+	return nil
+}
+
+// needsCondition reports whether pod's condition must be written. A pod has
+// one condition of each type whatever the number of SidecarSets: a set
+// raises it, and clears only one it raised itself (its name is in the
+// message), so two sets never flip it back and forth. A set with nothing to
+// report writes nothing on a pod that has no such condition.
+func needsCondition(pod *corev1.Pod, want corev1.PodCondition, setName string, raise bool) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type != want.Type {
+			continue
+		}
+		if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+			return false
+		}
+		mine := strings.Contains(c.Message, "SidecarSet "+setName+" ") || strings.Contains(c.Message, "SidecarSet "+setName+":")
+		return raise || mine
+	}
+	return raise
+}
+
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	c.LastTransitionTime = metav1.Now()
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			if pod.Status.Conditions[i].Status == c.Status {
+				c.LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
+			}
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}
+
+// writeStatus computes the status, writes it when it changed, pauses a
+// stalled rollout, and says when to look again.
+func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, latest rollout.Latest,
+	pods []rollout.Pod, plan rollout.Plan, unmanaged int32) (ctrl.Result, error) {
+	r.mu.Lock()
+	last := r.progress[set.Name]
+	r.mu.Unlock()
+	res := status.Compute(status.Input{
+		Generation:   set.Generation,
+		Latest:       latest,
+		Pods:         pods,
+		Plan:         plan,
+		Strategy:     set.Spec.UpdateStrategy,
+		Unmanaged:    unmanaged,
+		Previous:     set.Status,
+		Now:          metav1.NewTime(r.Clock.Now()),
+		LastProgress: last,
+	})
+	r.mu.Lock()
+	r.progress[set.Name] = res.LastProgress
+	r.mu.Unlock()
+
+	r.rolloutEvents(set, res.Status)
+	if !status.Equal(set.Status, res.Status) {
+		// The whole status in a merge patch, not an update: it is computed
+		// whole from the pods, so a newer resourceVersion of the set is no
+		// reason to refuse it, and a conflict would only delay it.
+		body, err := json.Marshal(map[string]any{"status": res.Status})
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("encode status: %w", err)
+		}
+		if err := r.Client.Status().Patch(ctx, set.DeepCopy(), client.RawPatch(types.MergePatchType, body)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("write status: %w", err)
+		}
+	}
+	if res.PauseRollout {
+		if err := r.pause(ctx, set, res.Status); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	after := UnmanagedRecount
+	if res.RecheckAfter > 0 && res.RecheckAfter < after {
+		after = res.RecheckAfter
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// rolloutEvents tells, on the set, when a rollout starts, completes or
+// stalls: the transitions between the old status and the new.
+func (r *Reconciler) rolloutEvents(set *v1alpha1.SidecarSet, next v1alpha1.SidecarSetStatus) {
+	prev := set.Status
+	if prev.LatestRevision != "" && prev.LatestRevision != next.LatestRevision {
+		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStarted, "Rollout",
+			"revision %s: %d matched pod(s) on other revisions", next.LatestRevision, next.MatchedPods-next.UpdatedPods)
+	}
+	if c := meta(next, v1alpha1.ConditionComplete); c != nil && c.Status == metav1.ConditionTrue {
+		if p := meta(prev, v1alpha1.ConditionComplete); p == nil || p.Status != metav1.ConditionTrue || prev.LatestRevision != next.LatestRevision {
+			r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutComplete, "Rollout", "%s", c.Message)
+		}
+	}
+}
+
+// pause sets updateStrategy.paused on a stalled rollout, so that it stays
+// stopped until someone looks; resuming it is `kubectl sidecarset rollout
+// resume`.
+func (r *Reconciler) pause(ctx context.Context, set *v1alpha1.SidecarSet, st v1alpha1.SidecarSetStatus) error {
+	reason := "no progress within progressDeadlineSeconds"
+	if c := meta(st, v1alpha1.ConditionStalled); c != nil {
+		reason = c.Message
+	}
+	patch := client.MergeFrom(set.DeepCopy())
+	paused := set.DeepCopy()
+	paused.Spec.UpdateStrategy.Paused = true
+	if err := r.Client.Patch(ctx, paused, patch); err != nil {
+		return fmt.Errorf("pause stalled rollout: %w", err)
+	}
+	r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Pause",
+		"rollout paused itself: %s", reason)
+	return nil
+}
+
+func meta(st v1alpha1.SidecarSetStatus, t string) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// countUnmanaged returns how many pods match the set but carry none of its
+// records, recounting at most every UnmanagedRecount (or when the spec
+// changed). With adoptionPolicy SameName it adopts the ones it can first.
+func (r *Reconciler) countUnmanaged(ctx context.Context, set *v1alpha1.SidecarSet) (int32, error) {
+	r.mu.Lock()
+	last, ok := r.unmanaged[set.Name]
+	r.mu.Unlock()
+	now := r.Clock.Now()
+	if ok && last.generation == set.Generation && now.Sub(last.at) < UnmanagedRecount {
+		return last.count, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		return last.count, fmt.Errorf("spec.selector: %w", err)
+	}
+	// Metadata only, filtered by the set's selector on the apiserver: the
+	// cluster's other pods are never transferred, nor cached.
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.APIReader.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return last.count, fmt.Errorf("list pods matching %s: %w", set.Name, err)
+	}
+	namespaces := map[string]*corev1.Namespace{}
+	var count int32
+	var errs []error
+	for i := range list.Items {
+		meta := &list.Items[i]
+		if meta.DeletionTimestamp != nil || hasRecord(meta.Annotations, set.Name) {
+			continue
+		}
+		ns, err := r.namespace(ctx, namespaces, meta.Namespace)
+		if err != nil {
+			return last.count, err
+		}
+		shell := &corev1.Pod{ObjectMeta: meta.ObjectMeta}
+		if ok, err := inject.Matches(set, shell, ns, r.injectOptions()); err != nil || !ok {
+			continue
+		}
+		if set.Spec.AdoptionPolicy == v1alpha1.AdoptSameName {
+			adopted, err := r.adopt(ctx, set, types.NamespacedName{Namespace: meta.Namespace, Name: meta.Name})
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if adopted {
+				continue
+			}
+		}
+		count++
+	}
+	if len(errs) > 0 {
+		// Adoption will be tried again at the next recount.
+		return count, errors.Join(errs...)
+	}
+	r.mu.Lock()
+	r.unmanaged[set.Name] = unmanagedCount{generation: set.Generation, count: count, at: now}
+	r.mu.Unlock()
+	return count, nil
+}
+
+func hasRecord(annotations map[string]string, setName string) bool {
+	return slices.Contains(strings.Split(annotations[v1alpha1.AnnotationInjected], ","), setName)
+}
+
+// adopt gives a pod without records the set's record when its containers
+// already equal the declared ones except the image, so it is managed from
+// now on without a restart.
+func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key types.NamespacedName) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := r.APIReader.Get(ctx, key, pod); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if !rollout.Active(pod) || !rollout.Adoptable(pod, set) {
+		return false, nil
+	}
+	state, err := revision.Decode(pod.Annotations)
+	if err != nil {
+		return false, nil
+	}
+	adopted := pod.DeepCopy()
+	state[set.Name] = rollout.AdoptionRecord(pod, set)
+	if adopted.Annotations == nil {
+		adopted.Annotations = map[string]string{}
+	}
+	if adopted.Labels == nil {
+		adopted.Labels = map[string]string{}
+	}
+	adopted.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	adopted.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
+	adopted.Labels[v1alpha1.LabelManaged] = "true"
+	if err := r.Client.Patch(ctx, adopted, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("adopt %s: %w", klog.KObj(pod), err)
+	}
+	r.Recorder.Eventf(adopted, set, corev1.EventTypeNormal, ReasonAdopted, "Adopt",
+		"SidecarSet %s manages this pod's sidecars from now on (adoptionPolicy SameName); nothing restarted", set.Name)
+	return true, nil
+}
+
+func (r *Reconciler) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.progress, name)
+	delete(r.unmanaged, name)
+}

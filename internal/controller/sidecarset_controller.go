@@ -1,0 +1,127 @@
+// Package controller reconciles SidecarSets: it keeps their revisions, rolls
+// the latest sidecar images into running pods in place at the pace the
+// update strategy sets, and reports how far it got. Every decision is made by
+// internal/rollout and internal/status; this package reads the cache, calls
+// them, and writes.
+package controller
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
+)
+
+// Event reasons.
+const (
+	ReasonSidecarUpdated      = "SidecarUpdated"
+	ReasonSidecarUpdateFailed = "SidecarUpdateFailed"
+	ReasonDriftReverted       = "DriftReverted"
+	ReasonDrifted             = "SidecarDrifted"
+	ReasonNotUpgradable       = "PodsNotUpgradable"
+	ReasonRolloutStarted      = "RolloutStarted"
+	ReasonRolloutStep         = "RolloutStep"
+	ReasonRolloutComplete     = "RolloutComplete"
+	ReasonRolloutStalled      = "RolloutStalled"
+	ReasonCorruptState        = "CorruptState"
+	ReasonAdopted             = "Adopted"
+)
+
+// Pod condition types besides v1alpha1.PodConditionUpgradable.
+const (
+	// PodConditionDrifted is True while a managed sidecar's image differs
+	// from what the controller wrote.
+	PodConditionDrifted corev1.PodConditionType = "SidecarSetDrifted"
+)
+
+// UnmanagedRecount is how often, at most, the pods that match a SidecarSet
+// but carry no record are counted (and, with adoptionPolicy SameName,
+// adopted). The count is a metadata-only list filtered by the set's selector
+// on the apiserver, so unmanaged pods never sit in the manager's cache.
+const UnmanagedRecount = 30 * time.Second
+
+// Reconciler reconciles SidecarSets.
+type Reconciler struct {
+	// Client reads from the manager's cache (pods only with the managed
+	// label) and writes to the apiserver.
+	Client client.Client
+	// APIReader reads the apiserver directly: the unmanaged pods are not
+	// cached.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// Namespace is the manager's namespace, where revisions are kept.
+	Namespace string
+	Clock     clock.PassiveClock
+
+	// injectCache keeps parsed selectors between reconciles.
+	injectCache inject.Cache
+
+	mu sync.Mutex
+	// progress remembers, per SidecarSet, when its rollout last progressed;
+	// unmanaged remembers the last count of its unmanaged pods.
+	progress  map[string]metav1.Time
+	unmanaged map[string]unmanagedCount
+}
+
+type unmanagedCount struct {
+	generation int64
+	count      int32
+	at         time.Time
+}
+
+// SetupWithManager registers the controller: SidecarSets, and the managed
+// pods and PodDisruptionBudgets that feed their rollouts.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.progress = map[string]metav1.Time{}
+	r.unmanaged = map[string]unmanagedCount{}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.SidecarSet{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(setsOfPod)).
+		// A budget's status.disruptionsAllowed is what held pods wait on.
+		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.allSets)).
+		Named("sidecarset").
+		Complete(r)
+}
+
+// setsOfPod maps a managed pod to the SidecarSets its records name.
+func setsOfPod(_ context.Context, obj client.Object) []reconcile.Request {
+	names := obj.GetAnnotations()[v1alpha1.AnnotationInjected]
+	if names == "" {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, name := range strings.Split(names, ",") {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return reqs
+}
+
+func (r *Reconciler) allSets(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.SidecarSetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list SidecarSets for a PodDisruptionBudget change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
+	}
+	return reqs
+}

@@ -1,0 +1,139 @@
+// Package manager wires the sidecarset manager: one controller-runtime
+// manager with its cache, the webhooks and the controllers. The binary, the
+// playground and the integration tests all build it here, so they run the
+// same thing.
+package manager
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/controller"
+	"github.com/sidecarset/sidecarset/internal/inject"
+	sidecarscheme "github.com/sidecarset/sidecarset/internal/scheme"
+	"github.com/sidecarset/sidecarset/internal/validation"
+	sidecarwebhook "github.com/sidecarset/sidecarset/internal/webhook"
+)
+
+// Options configure the manager. The zero value is not useful; start from
+// DefaultOptions.
+type Options struct {
+	// Namespace is the manager's own namespace: never injected, and where
+	// revisions are kept.
+	Namespace string
+	// MetricsAddr and ProbeAddr are listen addresses; "0" turns one off.
+	MetricsAddr string
+	ProbeAddr   string
+	// WebhookHost, WebhookPort and CertDir say where the webhooks are served
+	// and with which certificate (tls.crt and tls.key in CertDir).
+	WebhookHost string
+	WebhookPort int
+	CertDir     string
+	// LeaderElection runs one active manager among replicas.
+	LeaderElection bool
+	// GracefulShutdown bounds how long the manager waits for its
+	// controllers and webhooks to finish on stop.
+	GracefulShutdown time.Duration
+}
+
+// DefaultOptions returns the options the binary starts from.
+func DefaultOptions() Options {
+	return Options{
+		Namespace:        "sidecarset-system",
+		MetricsAddr:      ":8080",
+		ProbeAddr:        ":8081",
+		WebhookPort:      9443,
+		CertDir:          "/tmp/k8s-webhook-server/serving-certs",
+		LeaderElection:   false,
+		GracefulShutdown: 30 * time.Second,
+	}
+}
+
+// New returns a manager with the webhooks and controllers registered. Start
+// it with Start(ctx).
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManaged: "true"})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: sidecarscheme.New(),
+		Cache: cache.Options{
+			// Only pods that carry an injection record are cached: a cluster's
+			// other pods never cost the manager memory.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}: {Label: managed},
+				// Revisions live in the manager's namespace only.
+				&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
+			},
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "sidecarset-manager.sidecarset.dev",
+		LeaderElectionNamespace: opts.Namespace,
+		GracefulShutdownTimeout: &opts.GracefulShutdown,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    opts.WebhookHost,
+			Port:    opts.WebhookPort,
+			CertDir: opts.CertDir,
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new manager: %w", err)
+	}
+	if err := registerWebhooks(mgr, opts); err != nil {
+		return nil, err
+	}
+	err = (&controller.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("sidecarset-controller"),
+		Namespace: opts.Namespace,
+	}).SetupWithManager(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("set up the SidecarSet controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	// Ready once the webhook server answers TLS: the apiserver can call it.
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return nil, fmt.Errorf("add ready check: %w", err)
+	}
+	return mgr, nil
+}
+
+func registerWebhooks(mgr ctrl.Manager, opts Options) error {
+	server := mgr.GetWebhookServer()
+	server.Register(sidecarwebhook.PodMutatorPath, &webhook.Admission{
+		Handler: &sidecarwebhook.PodMutator{
+			Reader:  mgr.GetCache(),
+			Options: inject.Options{ManagerNamespace: opts.Namespace, Cache: &inject.Cache{}},
+		},
+		RecoverPanic: ptr.To(true),
+	})
+	err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.SidecarSet{}).
+		WithDefaulter(sidecarwebhook.SidecarSetDefaulter{}).
+		WithValidator(&sidecarwebhook.SidecarSetValidator{
+			Reader:  mgr.GetCache(),
+			Options: validation.Options{ManagerNamespace: opts.Namespace},
+		}).
+		RecoverPanic(true).
+		Complete()
+	if err != nil {
+		return fmt.Errorf("register SidecarSet webhooks: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/sidecarset/sidecarset/internal/manager"
+)
+
+// StartManager starts the sidecarset manager against the environment,
+// serving the webhooks Start installed, and returns once its cache has
+// synced and its webhook server answers. cfg, when not nil, replaces the
+// environment's administrator config (to count or slow the manager's
+// requests). The manager stops when ctx is done; the returned channel then
+// yields how it ended.
+func (e *Env) StartManager(ctx context.Context, cfg *rest.Config, opts manager.Options) (ctrl.Manager, <-chan error, error) {
+	if cfg == nil {
+		cfg = e.Config
+	}
+	if e.Webhooks != nil {
+		opts.WebhookHost = e.Webhooks.LocalServingHost
+		opts.WebhookPort = e.Webhooks.LocalServingPort
+		opts.CertDir = e.Webhooks.LocalServingCertDir
+	}
+	if opts.MetricsAddr == "" {
+		opts.MetricsAddr = "0"
+	}
+	if opts.ProbeAddr == "" {
+		opts.ProbeAddr = "0"
+	}
+	// In a cluster the manager runs in its namespace; here it must be made.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
+	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, fmt.Errorf("create namespace %s: %w", opts.Namespace, err)
+	}
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+
+	started := mgr.GetWebhookServer().StartedChecker()
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("manager exited: %v", err)
+		default:
+		}
+		if e.Webhooks != nil && started(&http.Request{}) != nil {
+			return false, nil
+		}
+		return mgr.GetCache().WaitForCacheSync(ctx), nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("wait for the manager: %w", err)
+	}
+	return mgr, done, nil
+}
