@@ -87,7 +87,11 @@ func startManager() error {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	_, done, err := env.StartManager(ctx, nil, manager.DefaultOptions())
+	opts := manager.DefaultOptions()
+	// Fixed metrics and probe ports would collide with any other suite
+	// running on the machine at the same time.
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	_, done, err := env.StartManager(ctx, nil, opts)
 	if err != nil {
 		cancel()
 		return err
