@@ -113,6 +113,7 @@ func Start(opts Options) (_ *Env, err error) {
 		env.AttachControlPlaneOutput = true
 		env.ControlPlane.GetAPIServer().Out = opts.Output
 		env.ControlPlane.GetAPIServer().Err = opts.Output
+		env.ControlPlane.Etcd = &envtest.Etcd{Out: opts.Output, Err: opts.Output}
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,317 @@
+package playground
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/testenv"
+)
+
+const (
+	demoNamespace = "demo"
+	demoSet       = "mysql-exporter"
+	demoReplicas  = 12
+)
+
+// demo tells the story of the project's source article on screen: a
+// 12-replica database, a sidecar declared with partition 100%, a rollout
+// walked down step by step, a hand edit detected as drift, and a non-image
+// change counted as not upgradable. Each step prints the command a user
+// would type against the same kubeconfig.
+type demo struct {
+	c          client.Client
+	out        io.Writer
+	kubeconfig string
+}
+
+func runDemo(ctx context.Context, env *testenv.Env, out io.Writer, kubeconfig string) error {
+	d := &demo{c: env.Client, out: out, kubeconfig: kubeconfig}
+	steps := []struct {
+		title string
+		run   func(context.Context) error
+	}{
+		{"A namespace whose pods get sidecars", d.namespace},
+		{"Declare the exporter once, with partition 100% so nothing moves yet", d.declare},
+		{"A 12-replica database; the webhook injects the exporter into every pod", d.database},
+		{"A new exporter image: declared, but the partition holds every pod", d.newImage},
+		{"Walk the partition down: 50%, then 0, one pod at a time", d.rollout},
+		{"Someone edits a sidecar image by hand: counted as drifted", d.drift},
+		{"A change other than the image: counted as not upgradable, nothing restarts", d.notUpgradable},
+	}
+	fmt.Fprintf(out, "\n=== Demo (skip it with --demo=false) ===\n")
+	for i, s := range steps {
+		fmt.Fprintf(out, "\n--- %d. %s\n", i+1, s.title)
+		if err := s.run(ctx); err != nil {
+			return fmt.Errorf("step %d (%s): %w", i+1, s.title, err)
+		}
+	}
+	fmt.Fprintf(out, "\n=== Demo done. Everything above is still there: try the commands yourself. ===\n")
+	return nil
+}
+
+// say prints a command as the user would type it.
+func (d *demo) say(cmd string) {
+	fmt.Fprintf(d.out, "$ %s\n", cmd)
+}
+
+func (d *demo) namespace(ctx context.Context) error {
+	d.say("kubectl create namespace demo")
+	d.say("kubectl label namespace demo example.com/managed=true")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace,
+		Labels: map[string]string{"example.com/managed": "true"}}}
+	return ignoreExists(d.c.Create(ctx, ns))
+}
+
+func (d *demo) declare(ctx context.Context) error {
+	set := &v1alpha1.SidecarSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SidecarSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: demoSet},
+		Spec: v1alpha1.SidecarSetSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/managed": "true"}},
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/mysql": "true"}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{
+				Name:  "exporter",
+				Image: "prom/mysqld-exporter:v0.15.1",
+				// The simulated kubelet honours the probe's initial delay,
+				// so the one-pod-at-a-time pace is visible.
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9104)}},
+					InitialDelaySeconds: 1,
+				},
+			}}},
+			UpdateStrategy: v1alpha1.UpdateStrategy{
+				Partition:      ptr.To(intstr.FromString("100%")),
+				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			},
+		},
+	}
+	b, err := yaml.Marshal(set)
+	if err != nil {
+		return err
+	}
+	d.say("kubectl apply -f - <<EOF\n" + strings.TrimSpace(stripEmpty(string(b))) + "\nEOF")
+	return ignoreExists(d.c.Create(ctx, set))
+}
+
+func (d *demo) database(ctx context.Context) error {
+	labels := map[string]string{"app": "mysql", "example.com/mysql": "true"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "mysql"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](demoReplicas),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "mysql", Image: "mysql:8.4",
+					Resources: corev1.ResourceRequirements{},
+				}}},
+			},
+		},
+	}
+	d.say("kubectl -n demo create statefulset ... (12 replicas of mysql:8.4, labels example.com/mysql=true)")
+	if err := ignoreExists(d.c.Create(ctx, sts)); err != nil {
+		return err
+	}
+	if err := d.waitStatus(ctx, "12 pods injected and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.MatchedPods == demoReplicas && s.UpdatedReadyPods == demoReplicas
+	}); err != nil {
+		return err
+	}
+	d.say("kubectl -n demo get pod mysql-0 -o jsonpath='{.spec.containers[*].name}'")
+	pod := &corev1.Pod{}
+	if err := d.c.Get(ctx, types.NamespacedName{Namespace: demoNamespace, Name: "mysql-0"}, pod); err != nil {
+		return err
+	}
+	names := make([]string, len(pod.Spec.Containers))
+	for i, c := range pod.Spec.Containers {
+		names[i] = c.Name
+	}
+	fmt.Fprintln(d.out, strings.Join(names, " "))
+	return d.status(ctx)
+}
+
+func (d *demo) newImage(ctx context.Context) error {
+	d.say(`kubectl patch sidecarset mysql-exporter --type=json -p '[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:v0.16.0"}]'`)
+	if err := d.patchSet(ctx, `[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:v0.16.0"}]`); err != nil {
+		return err
+	}
+	if err := d.waitStatus(ctx, "the new revision observed", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.MatchedPods == demoReplicas && s.UpdatedPods == 0
+	}); err != nil {
+		return err
+	}
+	return d.status(ctx)
+}
+
+func (d *demo) rollout(ctx context.Context) error {
+	d.say("kubectl sidecarset rollout run mysql-exporter --steps 50%,0 --wait-ready 2m")
+	for _, step := range []struct {
+		partition intstr.IntOrString
+		target    int32
+	}{{intstr.FromString("50%"), demoReplicas / 2}, {intstr.FromInt32(0), demoReplicas}} {
+		fmt.Fprintf(d.out, "partition %s: waiting for %d updated and ready\n", step.partition.String(), step.target)
+		patch := fmt.Sprintf(`{"spec":{"updateStrategy":{"partition":%s}}}`, jsonIntOrString(step.partition))
+		if err := d.c.Patch(ctx, &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: demoSet}},
+			client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			return err
+		}
+		last := int32(-1)
+		err := d.waitStatus(ctx, fmt.Sprintf("%d updated and ready", step.target), func(s v1alpha1.SidecarSetStatus) bool {
+			if s.UpdatedReadyPods != last {
+				last = s.UpdatedReadyPods
+				fmt.Fprintf(d.out, "  [%s%s] %d/%d updated-ready (updated %d)\n",
+					strings.Repeat("#", int(s.UpdatedReadyPods)), strings.Repeat(".", int(demoReplicas-s.UpdatedReadyPods)),
+					s.UpdatedReadyPods, demoReplicas, s.UpdatedPods)
+			}
+			return s.UpdatedReadyPods >= step.target
+		})
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(d.out, "The mysql containers never restarted:")
+	d.say("kubectl -n demo get pods -o custom-columns=NAME:.metadata.name,MYSQL-RESTARTS:.status.containerStatuses[1].restartCount,EXPORTER-RESTARTS:.status.containerStatuses[0].restartCount")
+	var pods corev1.PodList
+	if err := d.c.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		restarts := map[string]int32{}
+		for _, s := range p.Status.ContainerStatuses {
+			restarts[s.Name] = s.RestartCount
+		}
+		fmt.Fprintf(d.out, "%-10s mysql=%d exporter=%d\n", p.Name, restarts["mysql"], restarts["exporter"])
+	}
+	return nil
+}
+
+func (d *demo) drift(ctx context.Context) error {
+	d.say(`kubectl -n demo patch pod mysql-3 --type=json -p '[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:hand-edited"}]'`)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "mysql-3"}}
+	patch := `[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:hand-edited"}]`
+	if err := d.c.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+		return err
+	}
+	if err := d.waitStatus(ctx, "the drift counted", func(s v1alpha1.SidecarSetStatus) bool { return s.DriftedPods == 1 }); err != nil {
+		return err
+	}
+	if err := d.status(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.out, "With driftPolicy: Revert the controller writes the declared image back.")
+	return nil
+}
+
+func (d *demo) notUpgradable(ctx context.Context) error {
+	patch := `[{"op":"add","path":"/spec/containers/0/env","value":[{"name":"DATA_SOURCE_NAME","value":"exporter@tcp(127.0.0.1:3306)/"}]}]`
+	d.say(`kubectl patch sidecarset mysql-exporter --type=json -p '` + patch + `'`)
+	if err := d.patchSet(ctx, patch); err != nil {
+		return err
+	}
+	if err := d.waitStatus(ctx, "pods counted not upgradable", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.NotUpgradablePods == demoReplicas
+	}); err != nil {
+		return err
+	}
+	if err := d.status(ctx); err != nil {
+		return err
+	}
+	d.say("kubectl -n demo get pod mysql-0 -o jsonpath='{.status.conditions[?(@.type==\"SidecarSetUpgradable\")]}'")
+	pod := &corev1.Pod{}
+	if err := d.c.Get(ctx, types.NamespacedName{Namespace: demoNamespace, Name: "mysql-0"}, pod); err != nil {
+		return err
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1alpha1.PodConditionUpgradable {
+			fmt.Fprintf(d.out, "%s=%s reason=%s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+	fmt.Fprintln(d.out, "New pods get the env at once; running ones take it when they are recreated.")
+	return nil
+}
+
+func (d *demo) patchSet(ctx context.Context, jsonPatch string) error {
+	return d.c.Patch(ctx, &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: demoSet}},
+		client.RawPatch(types.JSONPatchType, []byte(jsonPatch)))
+}
+
+// status prints the SidecarSet's counts as `kubectl get sidecarset` does.
+func (d *demo) status(ctx context.Context) error {
+	d.say("kubectl get sidecarset mysql-exporter")
+	set := &v1alpha1.SidecarSet{}
+	if err := d.c.Get(ctx, types.NamespacedName{Name: demoSet}, set); err != nil {
+		return err
+	}
+	s := set.Status
+	fmt.Fprintf(d.out, "%-16s %-8s %-8s %-6s %-14s %-15s %-8s %s\n",
+		"NAME", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "NOT-UPGRADABLE", "DRIFTED", "UNMANAGED")
+	fmt.Fprintf(d.out, "%-16s %-8d %-8d %-6d %-14d %-15d %-8d %d\n",
+		set.Name, s.MatchedPods, s.UpdatedPods, s.ReadyPods, s.UpdatedReadyPods, s.NotUpgradablePods, s.DriftedPods, s.UnmanagedPods)
+	return nil
+}
+
+func (d *demo) waitStatus(ctx context.Context, what string, cond func(v1alpha1.SidecarSetStatus) bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		set := &v1alpha1.SidecarSet{}
+		if err := d.c.Get(ctx, types.NamespacedName{Name: demoSet}, set); err != nil {
+			return false, err
+		}
+		return set.Status.ObservedGeneration == set.Generation && cond(set.Status), nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s: %w", what, err)
+	}
+	return nil
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func jsonIntOrString(v intstr.IntOrString) string {
+	if v.Type == intstr.String {
+		return fmt.Sprintf("%q", v.StrVal)
+	}
+	return v.String()
+}
+
+// stripEmpty drops the empty status and creationTimestamp a marshalled
+// object carries, so the printed manifest is what a user would write.
+func stripEmpty(s string) string {
+	var out []string
+	skip := false
+	for _, line := range strings.Split(s, "\n") {
+		switch {
+		case strings.HasPrefix(line, "status:"):
+			skip = true
+			continue
+		case skip && strings.HasPrefix(line, " "):
+			continue
+		case strings.Contains(line, "creationTimestamp: null"):
+			continue
+		}
+		skip = false
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
