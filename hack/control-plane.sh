@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver and kube-controller-manager from source, once per
+# Builds etcd, kube-apiserver, kube-controller-manager and kubectl from source, once per
 # version, into a cache outside the work tree, and prints that folder. Tests and
 # the playground point KUBEBUILDER_ASSETS at it. A later run finds the binaries
 # and returns at once.
@@ -45,5 +45,6 @@ version_flags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X
 build etcd etcd . "-s -w"
 build kube-apiserver k8s ./kube-apiserver "$version_flags"
 build kube-controller-manager k8s ./kube-controller-manager "$version_flags"
+build kubectl k8s ./kubectl "$version_flags"
 
 echo "$dir"

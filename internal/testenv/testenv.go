@@ -33,7 +33,7 @@ import (
 )
 
 // AssetsEnv names the environment variable that holds the folder with etcd,
-// kube-apiserver and kube-controller-manager.
+// kube-apiserver, kube-controller-manager and kubectl.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
 // Options says what to start besides etcd and kube-apiserver.
@@ -80,7 +80,7 @@ func Assets() (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("%s is not set: run the tests with `make test`, or set it to the folder that hack/control-plane.sh prints", AssetsEnv)
 	}
-	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return "", fmt.Errorf("%s=%s lacks %s (run hack/control-plane.sh to build it): %w", AssetsEnv, dir, bin, err)
 		}

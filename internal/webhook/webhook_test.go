@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -335,5 +337,47 @@ func TestSeedManifestAccepted(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), set) })
 	if set.Spec.UpdateStrategy.Partition.String() != "100%" {
 		t.Errorf("partition = %s, want 100%%", set.Spec.UpdateStrategy.Partition.String())
+	}
+}
+
+// TestKubectlServerSideDryRun runs the real kubectl against both webhooks,
+// as users check a change before applying it.
+func TestKubectlServerSideDryRun(t *testing.T) {
+	assets, err := testenv.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(stdin string, args ...string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	labels := map[string]string{"example.com/mysql": "kubectl-dry-run"}
+	createSet(t, sidecarSet("kubectl-exporter", labels, corev1.Container{Name: "exporter", Image: "exporter:1"}))
+	ns := namespace(t, nil)
+
+	pod := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"dry","namespace":%q,"labels":{"example.com/mysql":"kubectl-dry-run"}},
+"spec":{"containers":[{"name":"main","image":"main:1"}]}}`, ns)
+	out, err := kubectl(pod, "apply", "--dry-run=server", "-o", "jsonpath={.spec.containers[*].name}", "-f", "-")
+	if err != nil || !strings.Contains(out, "exporter main") {
+		t.Errorf("kubectl apply --dry-run=server pod: %v\n%s\nwant the exporter injected", err, out)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "dry"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("dry-run pod was persisted: %v", err)
+	}
+
+	out, err = kubectl(seedManifest, "apply", "--dry-run=server", "-f", "-")
+	if err != nil || !strings.Contains(out, "mysql-exporter") || !strings.Contains(out, "server dry run") {
+		t.Errorf("kubectl apply --dry-run=server of the seed's SidecarSet: %v\n%s", err, out)
+	}
+	bad := strings.Replace(seedManifest, `partition: 100%`, `partition: 150%`, 1)
+	out, err = kubectl(bad, "apply", "--dry-run=server", "-f", "-")
+	if err == nil || !strings.Contains(out, "spec.updateStrategy.partition") {
+		t.Errorf("kubectl apply --dry-run=server of a 150%% partition: %v\n%s\nwant refused naming spec.updateStrategy.partition", err, out)
 	}
 }
