@@ -35,6 +35,7 @@ generate:
 # fits its last-applied annotation (256 KiB); the Go types document the fields.
 manifests:
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd
+	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager/... output:rbac:artifacts:config=config/rbac
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -14,3 +14,9 @@ var CRDs embed.FS
 //
 //go:embed webhook/manifests.yaml
 var Webhooks []byte
+
+// RBAC holds the manager's ClusterRole and Role, generated from the
+// +kubebuilder:rbac markers in internal/manager.
+//
+//go:embed rbac/role.yaml
+var RBAC []byte

@@ -21,7 +21,7 @@ images into running pods in place.
 
 Examples:
   # in a cluster, as the Helm chart runs it
-  sidecarset-manager --namespace=sidecarset-system --leader-elect
+  sidecarset-manager --namespace=sidecarset-system --leader-elect --cert-rotation
 
   # locally against a cluster, serving webhooks with certificates in ./certs
   sidecarset-manager --kubeconfig=$HOME/.kube/config --cert-dir=./certs --webhook-port=9443
@@ -46,6 +46,10 @@ func main() {
 	fs.StringVar(&opts.WebhookHost, "webhook-host", opts.WebhookHost, "address the webhook server listens on (empty: all)")
 	fs.IntVar(&opts.WebhookPort, "webhook-port", opts.WebhookPort, "port the webhook server listens on")
 	fs.StringVar(&opts.CertDir, "cert-dir", opts.CertDir, "folder with the webhook serving certificate, tls.crt and tls.key")
+	fs.BoolVar(&opts.CertRotation, "cert-rotation", opts.CertRotation,
+		"generate and rotate the webhook certificate in the Secret --cert-secret (mounted at --cert-dir) and inject its CA into the webhook configurations")
+	fs.StringVar(&opts.CertSecret, "cert-secret", opts.CertSecret, "Secret, in --namespace, that holds the rotated webhook certificate")
+	fs.StringVar(&opts.WebhookService, "webhook-service", opts.WebhookService, "Service, in --namespace, that the apiserver calls the webhooks through (the certificate's name)")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection, "elect one active manager among replicas (use with more than one replica)")
 	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown, "how long to wait for work in flight on stop")
 	zapOpts := zap.Options{}

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -42,8 +43,20 @@ type Options struct {
 	WebhookHost string
 	WebhookPort int
 	CertDir     string
+	// CertRotation makes the manager generate and rotate its own webhook
+	// certificate: kept in the Secret CertSecret (in Namespace, mounted at
+	// CertDir), valid for the Service WebhookService, and injected as the
+	// caBundle of the webhook configurations. Webhooks are served once the
+	// certificate is in place.
+	CertRotation   bool
+	CertSecret     string
+	WebhookService string
 	// LeaderElection runs one active manager among replicas.
 	LeaderElection bool
+	// SeveralPerProcess allows more than one manager in one process over
+	// its life (tests that restart the manager): controller names are then
+	// not checked for uniqueness, which only guards metric names.
+	SeveralPerProcess bool
 	// GracefulShutdown bounds how long the manager waits for its
 	// controllers and webhooks to finish on stop.
 	GracefulShutdown time.Duration
@@ -57,6 +70,8 @@ func DefaultOptions() Options {
 		ProbeAddr:        ":8081",
 		WebhookPort:      9443,
 		CertDir:          "/tmp/k8s-webhook-server/serving-certs",
+		CertSecret:       "sidecarset-webhook-cert",
+		WebhookService:   "sidecarset-webhook",
 		LeaderElection:   false,
 		GracefulShutdown: 30 * time.Second,
 	}
@@ -84,6 +99,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElectionID:        "sidecarset-manager.sidecarset.dev",
 		LeaderElectionNamespace: opts.Namespace,
 		GracefulShutdownTimeout: &opts.GracefulShutdown,
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.WebhookHost,
 			Port:    opts.WebhookPort,
@@ -93,7 +109,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new manager: %w", err)
 	}
-	if err := registerWebhooks(mgr, opts); err != nil {
+	webhooksReady, err := serveWebhooks(mgr, opts)
+	if err != nil {
 		return nil, err
 	}
 	err = (&controller.Reconciler{
@@ -109,7 +126,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("add health check: %w", err)
 	}
 	// Ready once the webhook server answers TLS: the apiserver can call it.
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+	if err := mgr.AddReadyzCheck("webhook", webhooksReady); err != nil {
 		return nil, fmt.Errorf("add ready check: %w", err)
 	}
 	return mgr, nil

@@ -31,6 +31,8 @@ func (e *Env) StartManager(ctx context.Context, cfg *rest.Config, opts manager.O
 		opts.WebhookPort = e.Webhooks.LocalServingPort
 		opts.CertDir = e.Webhooks.LocalServingCertDir
 	}
+	// Tests and the playground may start a manager more than once.
+	opts.SeveralPerProcess = true
 	if opts.MetricsAddr == "" {
 		opts.MetricsAddr = "0"
 	}

@@ -1,0 +1,303 @@
+package manager_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/config"
+	"github.com/sidecarset/sidecarset/internal/kubeletsim"
+	"github.com/sidecarset/sidecarset/internal/manager"
+	"github.com/sidecarset/sidecarset/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.SetLogger()
+	os.Exit(m.Run())
+}
+
+func startEnv(t *testing.T) *testenv.Env {
+	t.Helper()
+	hooks, err := testenv.WebhookOptions("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(testenv.Options{Webhooks: hooks})
+	if err != nil {
+		t.Fatalf("start the control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return env
+}
+
+// applyRBAC creates the generated ClusterRole and Role and binds them to
+// user.
+func applyRBAC(t *testing.T, env *testenv.Env, namespace, user string) {
+	t.Helper()
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(config.RBAC)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			role := &rbacv1.ClusterRole{}
+			mustDecode(t, doc, role)
+			create(t, env, role)
+			create(t, env, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   subject,
+			})
+		case "Role":
+			role := &rbacv1.Role{}
+			mustDecode(t, doc, role)
+			create(t, env, role)
+			create(t, env, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: role.Namespace, Name: role.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+				Subjects:   subject,
+			})
+		case "":
+		default:
+			t.Fatalf("unexpected %s in config/rbac", meta.Kind)
+		}
+	}
+}
+
+func mustDecode(t *testing.T, doc []byte, obj any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func create(t *testing.T, env *testenv.Env, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(t.Context(), obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// TestManagerRunsWithItsRBAC runs the manager as a user that holds only the
+// generated roles, through injection, an in-place update and status: a
+// permission missing from config/rbac fails here, not in a user's cluster.
+func TestManagerRunsWithItsRBAC(t *testing.T) {
+	env := startEnv(t)
+	ctx := t.Context()
+	opts := manager.DefaultOptions()
+	applyRBAC(t, env, opts.Namespace, "sidecarset-manager")
+	cfg, err := env.AddUser("sidecarset-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sim, err := kubeletsim.New(env.Config, kubeletsim.Options{Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simCtx, stopSim := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() { _ = sim.Run(simCtx); close(simDone) }()
+	t.Cleanup(func() { stopSim(); <-simDone })
+	if err := sim.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	_, mgrDone, err := env.StartManager(mgrCtx, cfg, opts)
+	if err != nil {
+		stopMgr()
+		t.Fatalf("start the manager with its own RBAC: %v", err)
+	}
+	t.Cleanup(func() { stopMgr(); <-mgrDone })
+
+	labels := map[string]string{"app": "rbac"}
+	set := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: labels},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "exporter", Image: "exporter:v1"}}},
+		},
+	}
+	create(t, env, set)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "rbac", Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+	}
+	// The webhook's cache may not have the set yet: retry until injected.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		probe := pod.DeepCopy()
+		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
+			return false, err
+		}
+		return len(probe.Spec.Containers) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("wait for injection: %v", err)
+	}
+	create(t, env, pod)
+
+	patch := client.RawPatch("application/json-patch+json", []byte(`[{"op":"replace","path":"/spec/containers/0/image","value":"exporter:v2"}]`))
+	if err := env.Client.Patch(ctx, set, patch); err != nil {
+		t.Fatal(err)
+	}
+	var got v1alpha1.SidecarSet
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), &got); err != nil {
+			return false, err
+		}
+		return got.Status.ObservedGeneration == got.Generation && got.Status.UpdatedReadyPods == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("in-place update under the manager's own RBAC: %v; status %+v", err, got.Status)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.Containers[0].Image != "exporter:v2" {
+		t.Errorf("pod sidecar image %s, want exporter:v2", pod.Spec.Containers[0].Image)
+	}
+}
+
+// TestCertRotation: with --cert-rotation the manager writes its own CA and
+// serving certificate into the Secret, injects the CA into both webhook
+// configurations, and serves the webhooks with that certificate once it is
+// mounted. The test plays the kubelet's part of mounting the Secret.
+func TestCertRotation(t *testing.T) {
+	env := startEnv(t)
+	ctx := t.Context()
+	opts := manager.DefaultOptions()
+	opts.CertRotation = true
+	opts.CertDir = t.TempDir()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, env, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}})
+	create(t, env, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opts.Namespace, Name: opts.CertSecret}})
+
+	// Mount the Secret as the kubelet would, once it has data.
+	go func() {
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			s := &corev1.Secret{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.CertSecret}, s); err != nil {
+				return false, nil
+			}
+			if len(s.Data["tls.crt"]) == 0 {
+				return false, nil
+			}
+			for name, data := range s.Data {
+				if err := os.WriteFile(filepath.Join(opts.CertDir, name), data, 0o600); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+	}()
+
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	defer stopMgr()
+	// Not testenv.StartManager: it would point the manager at envtest's
+	// certificates.
+	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.SeveralPerProcess = true
+	mgr, err := manager.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = mgr.Start(mgrCtx) }()
+
+	secret := &corev1.Secret{}
+	var conn *tls.Conn
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.CertSecret}, secret); err != nil {
+			return false, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+			return false, nil
+		}
+		c, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), &tls.Config{
+			RootCAs:    pool,
+			ServerName: fmt.Sprintf("%s.%s.svc", opts.WebhookService, opts.Namespace),
+		})
+		if err != nil {
+			return false, nil
+		}
+		conn = c
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("webhook server never served the rotated certificate: %v (secret keys %d)", err, len(secret.Data))
+	}
+	_ = conn.Close()
+
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "sidecarset-mutating"}, mutating); err != nil {
+		t.Fatal(err)
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "sidecarset-validating"}, validating); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range mutating.Webhooks {
+		if !bytes.Equal(w.ClientConfig.CABundle, secret.Data["ca.crt"]) {
+			t.Errorf("mutating webhook %s caBundle is not the rotated CA", w.Name)
+		}
+	}
+	for _, w := range validating.Webhooks {
+		if !bytes.Equal(w.ClientConfig.CABundle, secret.Data["ca.crt"]) {
+			t.Errorf("validating webhook %s caBundle is not the rotated CA", w.Name)
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

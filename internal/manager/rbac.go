@@ -1,0 +1,24 @@
+package manager
+
+// The permissions the manager needs, generated into config/rbac by
+// controller-gen (make manifests) and used by the Helm chart.
+//
+// Pods: read the managed ones, patch sidecar images and records, and set the
+// SidecarSetUpgradable / SidecarSetDrifted conditions.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sidecarset.dev,resources=sidecarsets,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=sidecarset.dev,resources=sidecarsets/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//
+// Certificate rotation keeps the caBundle of the two webhook configurations.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+//
+// In the manager's own namespace only: revisions, the certificate Secret and
+// the leader-election Lease.
+// +kubebuilder:rbac:groups=apps,namespace=sidecarset-system,resources=controllerrevisions,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=sidecarset-system,resources=secrets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=sidecarset-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
