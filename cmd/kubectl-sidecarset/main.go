@@ -1,0 +1,28 @@
+// Command kubectl-sidecarset inspects and steers SidecarSets; on the PATH it
+// is also the kubectl plugin `kubectl sidecarset`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/sidecarset/sidecarset/internal/cli"
+)
+
+func main() {
+	// Ctrl-C cancels the context, so waiting verbs stop and clean up
+	// (preflight deletes its probe SidecarSet).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o := cli.NewOptions(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := cli.NewCmdRoot(o).ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		stop()
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+)
+
+// Names the preflight probes use.
+const (
+	// LabelPreflight marks the probe SidecarSet, and selects the probe pods
+	// by a random value.
+	LabelPreflight = "sidecarset.dev/preflight"
+	// PreflightContainer is the probe sidecar's name.
+	PreflightContainer = "sidecarset-preflight-probe"
+	preflightImage     = "registry.k8s.io/pause:3.10"
+)
+
+// NewCmdPreflight returns `preflight`.
+func NewCmdPreflight(o *Options) *cobra.Command {
+	opts := PreflightOptions{Timeout: time.Minute}
+	cmd := &cobra.Command{
+		Use:   "preflight [--timeout 60s] [-n NAMESPACE]",
+		Short: "Check that the SidecarSet and pod webhooks answer",
+		Long: `Check, from the apiserver's side, that the manager's webhooks answer:
+
+  - SidecarSet validation: a server-side dry-run create of an invalid probe
+    SidecarSet (empty selector, which only the webhook refuses) must be refused
+    by the webhook. Accepted means no validating webhook is registered; an error
+    calling it means it is registered but not answering.
+  - pod injection: a probe SidecarSet selecting nothing but probe pods, and only
+    in -n NAMESPACE (default "default"), is created for real (the pod webhook
+    injects only SidecarSets it can see), then a server-side dry-run create of a
+    probe pod there must come back with the probe sidecar injected. The probe
+    SidecarSet is deleted afterwards.
+
+Each check is retried until --timeout, as the webhooks may still be starting.
+Exit 0 only when both answer.`,
+		Example: `  # Right after installing the manager
+  kubectl sidecarset preflight
+
+  # In CI, against a namespace your workloads use, giving the manager 2 minutes
+  kubectl sidecarset preflight -n shop --timeout 2m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Timeout <= 0 {
+				return fmt.Errorf("--timeout %s: must be positive", opts.Timeout)
+			}
+			c, err := o.Client()
+			if err != nil {
+				return err
+			}
+			opts.Namespace = o.Namespace()
+			opts.ManagerNamespace = o.ManagerNamespace
+			opts.Interval = o.PollInterval
+			return Preflight(cmd.Context(), c, o.Out, opts)
+		},
+	}
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "How long to retry the checks")
+	return cmd
+}
+
+// PreflightOptions say where and how long Preflight probes.
+type PreflightOptions struct {
+	// Namespace is where the probe pod goes; empty means "default".
+	Namespace        string
+	ManagerNamespace string
+	Timeout          time.Duration
+	// Interval is the pause between tries.
+	Interval time.Duration
+}
+
+// ErrPreflight is wrapped by Preflight's error when a webhook did not answer.
+var ErrPreflight = errors.New("preflight failed")
+
+// Preflight checks that the webhooks answer; see NewCmdPreflight.
+func Preflight(ctx context.Context, c client.Client, out io.Writer, opts PreflightOptions) error {
+	ns := opts.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	switch ns {
+	case metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease, opts.ManagerNamespace:
+		return fmt.Errorf("-n %s: the pod webhook never sees system namespaces or the manager's; give a namespace your workloads run in", ns)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
+		return fmt.Errorf("-n %s: the probe pod needs an existing namespace: %w", ns, err)
+	}
+	deadline := time.Now().Add(opts.Timeout)
+
+	validating := retry(ctx, deadline, opts.Interval, func() (bool, string) { return probeValidation(ctx, c) })
+	fmt.Fprintf(out, "SidecarSet validating webhook: %s\n", validating)
+
+	pods := probeInjection(ctx, c, ns, deadline, opts.Interval)
+	fmt.Fprintf(out, "pod mutating webhook: %s\n", pods)
+
+	if validating.answered && pods.answered {
+		_, err := fmt.Fprintln(out, "preflight passed: both webhooks answer")
+		return err
+	}
+	return fmt.Errorf("%w: a webhook did not answer within --timeout %s", ErrPreflight, opts.Timeout)
+}
+
+// outcome is how one check ended.
+type outcome struct {
+	answered bool
+	tries    int
+	detail   string
+}
+
+func (o outcome) String() string {
+	tries := "1 try"
+	if o.tries != 1 {
+		tries = fmt.Sprintf("%d tries", o.tries)
+	}
+	if o.answered {
+		return fmt.Sprintf("answered (%s): %s", tries, o.detail)
+	}
+	return fmt.Sprintf("did NOT answer (%s): %s", tries, o.detail)
+}
+
+// retry runs try until it says answered or the deadline passes, and
+// returns the last outcome.
+func retry(ctx context.Context, deadline time.Time, interval time.Duration, try func() (bool, string)) outcome {
+	var o outcome
+	for {
+		o.tries++
+		o.answered, o.detail = try()
+		if o.answered || !time.Now().Add(interval).Before(deadline) || sleep(ctx, interval) != nil {
+			return o
+		}
+	}
+}
+
+// probeValidation dry-run creates a SidecarSet only the validating webhook
+// refuses: the CRD schema allows an empty selector, validation does not.
+func probeValidation(ctx context.Context, c client.Client) (bool, string) {
+	probe := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "sidecarset-preflight-", Labels: map[string]string{LabelPreflight: "invalid"}},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: PreflightContainer, Image: preflightImage}}},
+		},
+	}
+	err := c.Create(ctx, probe, client.DryRunAll)
+	return judgeValidation(err)
+}
+
+// judgeValidation reads the apiserver's answer to the invalid probe.
+func judgeValidation(err error) (bool, string) {
+	switch {
+	case err == nil:
+		return false, "the apiserver accepted an invalid probe SidecarSet (empty selector): no validating webhook is registered for sidecarsets.sidecarset.dev"
+	case strings.Contains(err.Error(), "denied the request"):
+		return true, "refused an invalid probe SidecarSet (dry run): " + err.Error()
+	case strings.Contains(err.Error(), "failed calling webhook"):
+		return false, "registered but not answering: " + err.Error()
+	}
+	return false, "dry-run create of a probe SidecarSet failed: " + err.Error()
+}
+
+// probeInjection creates a probe SidecarSet, dry-run creates probe pods
+// until one comes back with the probe sidecar, and deletes the probe set.
+func probeInjection(ctx context.Context, c client.Client, ns string, deadline time.Time, interval time.Duration) outcome {
+	token := utilrand.String(10)
+	set := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "sidecarset-preflight-", Labels: map[string]string{LabelPreflight: "probe"}},
+		Spec: v1alpha1.SidecarSetSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{LabelPreflight: token}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{
+				Name:  PreflightContainer,
+				Image: preflightImage,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("1Mi"),
+				}},
+			}}},
+			// No running pod carries it; NotUpdate says so to the controller.
+			UpdateStrategy: v1alpha1.UpdateStrategy{Type: v1alpha1.NotUpdateStrategy},
+		},
+	}
+	created := retry(ctx, deadline, interval, func() (bool, string) {
+		if err := c.Create(ctx, set); err != nil {
+			return false, "could not create the probe SidecarSet, so injection was not tried: " + err.Error()
+		}
+		return true, ""
+	})
+	if !created.answered {
+		return created
+	}
+	defer func() {
+		// Deleted even when ctx was cancelled (Ctrl-C): a probe left behind
+		// would only match probe pods, but should not linger.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Delete(dctx, set)
+	}()
+
+	return retry(ctx, deadline, interval, func() (bool, string) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "sidecarset-preflight-", Namespace: ns, Labels: map[string]string{LabelPreflight: token}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: preflightImage}}},
+		}
+		if err := c.Create(ctx, pod, client.DryRunAll); err != nil {
+			if apierrors.IsInternalError(err) || strings.Contains(err.Error(), "failed calling webhook") {
+				return false, "registered but not answering: " + err.Error()
+			}
+			return false, "dry-run create of a probe pod failed: " + err.Error()
+		}
+		for _, ctr := range pod.Spec.Containers {
+			if ctr.Name == PreflightContainer {
+				return true, fmt.Sprintf("injected probe SidecarSet %s into a dry-run pod in namespace %s", set.Name, ns)
+			}
+		}
+		return false, fmt.Sprintf("a dry-run pod in namespace %s came back without the probe sidecar: no pod webhook is registered for that namespace, or the manager has not seen probe SidecarSet %s", ns, set.Name)
+	})
+}

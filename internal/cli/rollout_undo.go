@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// NewCmdUndo returns `rollout undo NAME [--to-revision R]`.
+func NewCmdUndo(o *Options) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "undo NAME [--to-revision R]",
+		Short: "Declare the previous (or a given) revision's containers again",
+		Long: `Declare the containers, init containers, volumes and imagePullSecrets of an
+earlier revision again, read from its ControllerRevision in the manager's
+namespace (--manager-namespace). Selectors, strategies and the partition stay
+as they are, so pods move back at the pace the rollout is set to.
+
+Without --to-revision the previous revision is taken: the newest one other than
+the current spec's. --to-revision takes a revision number (as listed by
+kubectl get controllerrevisions -n sidecarset-system
+-l sidecarset.dev/sidecarset=NAME) or a revision name.
+
+The patch carries the resourceVersion read, so an edit made in between fails
+the undo rather than being overwritten.`,
+		Example: `  # Back to the previous revision
+  kubectl sidecarset rollout undo mysql-exporter
+
+  # Back to revision 3
+  kubectl sidecarset rollout undo mysql-exporter --to-revision 3`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.Client()
+			if err != nil {
+				return err
+			}
+			return Undo(cmd.Context(), c, o.Out, UndoOptions{
+				Name:             args[0],
+				ToRevision:       to,
+				ManagerNamespace: o.ManagerNamespace,
+			})
+		},
+	}
+	cmd.Flags().StringVar(&to, "to-revision", "", "Revision number or name to go back to (default: the previous one)")
+	return cmd
+}
+
+// UndoOptions says what Undo goes back to.
+type UndoOptions struct {
+	Name string
+	// ToRevision is a revision number or name; empty means the previous one.
+	ToRevision string
+	// ManagerNamespace holds the ControllerRevisions.
+	ManagerNamespace string
+}
+
+// Undo declares an earlier revision's injected part again.
+func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions) error {
+	set, err := getSet(ctx, c, opts.Name)
+	if err != nil {
+		return err
+	}
+	var list appsv1.ControllerRevisionList
+	if err := c.List(ctx, &list, client.InNamespace(opts.ManagerNamespace),
+		client.MatchingLabels{v1alpha1.LabelSidecarSet: opts.Name}); err != nil {
+		return fmt.Errorf("list revisions of %s in %s: %w", opts.Name, opts.ManagerNamespace, err)
+	}
+	current := revision.Name(set.Name, &set.Spec)
+	cr, err := pickRevision(list.Items, current, opts.ToRevision)
+	if err != nil {
+		return fmt.Errorf("%s (revisions are kept in namespace %s; see --manager-namespace): %w", opts.Name, opts.ManagerNamespace, err)
+	}
+	if cr.Name == current {
+		_, err := fmt.Fprintf(out, "%s: already declares revision %s (%d); nothing to do\n", opts.Name, cr.Name, cr.Revision)
+		return err
+	}
+
+	before := images(&set.Spec)
+	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if err := revision.ApplyData(&set.Spec, cr.Data.Raw); err != nil {
+		return fmt.Errorf("read revision %s: %w", cr.Name, err)
+	}
+	if err := c.Patch(ctx, set, patch); err != nil {
+		return fmt.Errorf("declare revision %s in SidecarSet %s: %w", cr.Name, opts.Name, err)
+	}
+	_, err = fmt.Fprintf(out, "%s: declared revision %s (%d) again: %s (was %s); partition stays %s\n",
+		opts.Name, cr.Name, cr.Revision, images(&set.Spec), before,
+		intOrPercent(set.Spec.UpdateStrategy.Partition, "0"))
+	return err
+}
+
+// pickRevision returns the revision to: its number or name, or, when empty,
+// the newest revision other than current.
+func pickRevision(revs []appsv1.ControllerRevision, current, to string) (*appsv1.ControllerRevision, error) {
+	slices.SortFunc(revs, func(a, b appsv1.ControllerRevision) int { return int(b.Revision - a.Revision) })
+	if to == "" {
+		for i := range revs {
+			if revs[i].Name != current {
+				return &revs[i], nil
+			}
+		}
+		return nil, fmt.Errorf("no revision before the current one (%s) is kept", current)
+	}
+	n, numErr := strconv.ParseInt(to, 10, 64)
+	for i := range revs {
+		if (numErr == nil && revs[i].Revision == n) || revs[i].Name == to {
+			return &revs[i], nil
+		}
+	}
+	var kept []string
+	for _, r := range revs {
+		kept = append(kept, fmt.Sprintf("%d (%s)", r.Revision, r.Name))
+	}
+	return nil, fmt.Errorf("--to-revision %s: no such revision; kept: %s", to, orNone(strings.Join(kept, ", ")))
+}
+
+// images spells a spec's sidecar images, "exporter=img:1, shipper=img:2".
+func images(spec *v1alpha1.SidecarSetSpec) string {
+	var parts []string
+	for _, cs := range [][]v1alpha1.SidecarContainer{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			parts = append(parts, c.Name+"="+c.Image)
+		}
+	}
+	return orNone(strings.Join(parts, ", "))
+}

@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+)
+
+// NewCmdStatus returns `status [NAME] [-w]`.
+func NewCmdStatus(o *Options) *cobra.Command {
+	var output string
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "Show SidecarSets' pod counts and conditions; -w follows a rollout",
+		Long: `Show each SidecarSet's latest revision and pod counts, as the controller last
+wrote them in its status, and its Progressing, Complete and Stalled conditions.
+
+MATCHED pods carry the SidecarSet's injection record; UPDATED run the latest
+revision's spec; READY are Ready with every sidecar running what was written;
+UPDATED-READY are both; NOT-UPGRADABLE need a recreate (something other than an
+image changed); DRIFTED had a sidecar image changed by hand; UNMANAGED match
+the selectors but carry no record (created before the SidecarSet, or while the
+webhook was down: see restart-unmanaged). PAUSED is updateStrategy.paused.
+
+With -w, follow one SidecarSet's rollout until it is Complete (exit 0) or
+Stalled (exit 1): a progress bar of updated-and-ready pods against the target
+(matched minus partition) on a terminal, one line per change otherwise.`,
+		Example: `  # All SidecarSets
+  kubectl sidecarset status
+
+  # One, with partition, maxUnavailable and age
+  kubectl sidecarset status mysql-exporter -o wide
+
+  # Follow a rollout until it completes or stalls (exit 1 when stalled)
+  kubectl sidecarset status mysql-exporter -w`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateOutput(output); err != nil {
+				return err
+			}
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			if watch {
+				if name == "" {
+					return errors.New("-w follows one rollout: give the SidecarSet's NAME")
+				}
+				if output != OutputTable {
+					return errors.New("-w draws progress, not objects: leave out --output")
+				}
+			}
+			c, err := o.Client()
+			if err != nil {
+				return err
+			}
+			if watch {
+				return WatchStatus(cmd.Context(), c, o.Out, WatchOptions{
+					Name:     name,
+					Terminal: o.IsTerminal(o.Out),
+					Interval: o.PollInterval,
+				})
+			}
+			return Status(cmd.Context(), c, o.Out, StatusOptions{Name: name, Output: output})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml (default: a table)")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout of NAME until it is Complete or Stalled")
+	return cmd
+}
+
+// StatusOptions says what Status prints.
+type StatusOptions struct {
+	// Name is one SidecarSet; empty means all.
+	Name string
+	// Output is "", "wide", "json" or "yaml".
+	Output string
+	// Now is the time ages are measured from; zero means the clock's.
+	Now time.Time
+}
+
+// Status prints SidecarSets' counts and conditions.
+func Status(ctx context.Context, c client.Reader, out io.Writer, opts StatusOptions) error {
+	var sets []v1alpha1.SidecarSet
+	var obj runtime.Object
+	if opts.Name != "" {
+		set := &v1alpha1.SidecarSet{}
+		if err := c.Get(ctx, client.ObjectKey{Name: opts.Name}, set); err != nil {
+			return fmt.Errorf("get SidecarSet %s: %w", opts.Name, err)
+		}
+		sets, obj = []v1alpha1.SidecarSet{*set}, set
+	} else {
+		list := &v1alpha1.SidecarSetList{}
+		if err := c.List(ctx, list); err != nil {
+			return fmt.Errorf("list SidecarSets: %w", err)
+		}
+		sets, obj = list.Items, list
+	}
+	if !isTable(opts.Output) {
+		return printObject(out, obj, opts.Output)
+	}
+	if len(sets) == 0 {
+		_, err := fmt.Fprintln(out, "No SidecarSets found.")
+		return err
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	wide := opts.Output == OutputWide
+	if err := printTable(out, statusTable(sets, now), wide); err != nil {
+		return err
+	}
+	conds := conditionsTable(sets, now)
+	if len(conds.Rows) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(out); err != nil {
+		return err
+	}
+	return printTable(out, conds, wide)
+}
+
+// statusTable has one row per SidecarSet.
+func statusTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("NAME", "The SidecarSet's name.", false),
+		column("REVISION", "status.latestRevision: the ControllerRevision of the current spec.", false),
+		column("MATCHED", "Pods that match and carry the injection record.", false),
+		column("UPDATED", "Pods whose spec carries the latest revision.", false),
+		column("READY", "Pods Ready with every sidecar running what was written.", false),
+		column("UPDATED-READY", "Pods both updated and ready.", false),
+		column("NOT-UPGRADABLE", "Pods that need a recreate.", false),
+		column("DRIFTED", "Pods with a sidecar image changed by hand.", false),
+		column("UNMANAGED", "Pods that match but carry no injection record.", false),
+		column("PAUSED", "updateStrategy.paused.", false),
+		column("PARTITION", "updateStrategy.partition.", true),
+		column("MAX-UNAVAILABLE", "updateStrategy.maxUnavailable.", true),
+		column("INJECTION-PAUSED", "injectionStrategy.paused: new pods get no sidecars.", true),
+		column("OBSERVED", "status.observedGeneration/metadata.generation; behind means the status is not yet about the latest spec.", true),
+		column("AGE", "Since the SidecarSet was created.", true),
+	}}
+	for i := range sets {
+		s := &sets[i]
+		st, us := s.Status, s.Spec.UpdateStrategy
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+			s.Name, orNone(st.LatestRevision),
+			st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods,
+			st.NotUpgradablePods, st.DriftedPods, st.UnmanagedPods,
+			strconv.FormatBool(us.Paused),
+			intOrPercent(us.Partition, "0"), intOrPercent(us.MaxUnavailable, "1"),
+			strconv.FormatBool(s.Spec.InjectionStrategy.Paused),
+			fmt.Sprintf("%d/%d", st.ObservedGeneration, s.Generation),
+			age(s.CreationTimestamp, now),
+		}})
+	}
+	return t
+}
+
+// conditionsTable has one row per condition of each SidecarSet.
+func conditionsTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("SIDECARSET", "The SidecarSet the condition is about.", false),
+		column("CONDITION", "Progressing, Complete or Stalled.", false),
+		column("STATUS", "True or False.", false),
+		column("REASON", "Why, in one word.", false),
+		column("AGE", "Since the condition's status last changed.", false),
+		column("MESSAGE", "Why, for a human.", false),
+	}}
+	for i := range sets {
+		for _, c := range sets[i].Status.Conditions {
+			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+				sets[i].Name, c.Type, string(c.Status), c.Reason, age(c.LastTransitionTime, now), c.Message,
+			}})
+		}
+	}
+	return t
+}
+
+// WatchOptions says how WatchStatus follows a rollout.
+type WatchOptions struct {
+	Name string
+	// Terminal draws a progress bar; otherwise one line per change.
+	Terminal bool
+	// Interval is how often the SidecarSet is read.
+	Interval time.Duration
+}
+
+// ErrStalled is wrapped by WatchStatus's error when the rollout stalled.
+var ErrStalled = errors.New("rollout stalled")
+
+// WatchStatus follows one SidecarSet's rollout until its status, about the
+// current spec, says Complete (nil) or Stalled (an error wrapping
+// ErrStalled).
+func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts WatchOptions) error {
+	var r progressRenderer
+	if opts.Terminal {
+		r = newBarRenderer(ctx, out, opts.Name)
+	} else {
+		r = &lineRenderer{out: out}
+	}
+	waiting := false
+	for {
+		set := &v1alpha1.SidecarSet{}
+		if err := c.Get(ctx, client.ObjectKey{Name: opts.Name}, set); err != nil {
+			r.stop()
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("SidecarSet %s was deleted while being watched", opts.Name)
+			}
+			return fmt.Errorf("get SidecarSet %s: %w", opts.Name, err)
+		}
+		// A status about an older spec would show the previous rollout's
+		// counts as this one's.
+		if set.Status.ObservedGeneration >= set.Generation {
+			r.show(snapshotOf(set))
+		} else if !waiting {
+			fmt.Fprintf(out, "%s: waiting for the controller to report on generation %d\n", opts.Name, set.Generation)
+			waiting = true
+		}
+		switch v := verdictOf(set); {
+		case v.complete:
+			r.stop()
+			_, err := fmt.Fprintf(out, "%s: rollout complete: %s\n", opts.Name, v.message)
+			return err
+		case v.stalled:
+			r.stop()
+			return fmt.Errorf("%s: %w (%s): %s", opts.Name, ErrStalled, v.reason, v.message)
+		}
+		select {
+		case <-ctx.Done():
+			r.stop()
+			return fmt.Errorf("stopped following %s: %w", opts.Name, ctx.Err())
+		case <-time.After(opts.Interval):
+		}
+	}
+}
+
+// verdict is what the status says about the rollout as a whole.
+type verdict struct {
+	complete, stalled bool
+	reason, message   string
+}
+
+// verdictOf reads Complete and Stalled, but only from a status that
+// observed the current spec: right after an edit, the last status is about
+// the previous spec and may say Complete for a rollout that has not begun.
+func verdictOf(set *v1alpha1.SidecarSet) verdict {
+	if set.Status.ObservedGeneration < set.Generation {
+		return verdict{}
+	}
+	if c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+		return verdict{stalled: true, reason: c.Reason, message: c.Message}
+	}
+	if c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionComplete); c != nil && c.Status == metav1.ConditionTrue {
+		return verdict{complete: true, reason: c.Reason, message: c.Message}
+	}
+	return verdict{}
+}
