@@ -87,7 +87,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			// Only pods that carry an injection record are cached: a cluster's
 			// other pods never cost the manager memory.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}: {Label: managed},
+				&corev1.Pod{}: {Label: managed, Transform: slimPod},
 				// Revisions live in the manager's namespace only.
 				&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
 			},
