@@ -33,9 +33,12 @@ generate:
 
 # Descriptions are left out of the CRD so that a client-side `kubectl apply`
 # fits its last-applied annotation (256 KiB); the Go types document the fields.
+# The Helm chart ships copies of the CRD and the RBAC roles.
 manifests:
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager/... output:rbac:artifacts:config=config/rbac
+	cp config/crd/*.yaml charts/sidecarset/crds/
+	cp config/rbac/role.yaml charts/sidecarset/files/role.yaml
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -50,9 +53,12 @@ verify:
 	$(GO) mod tidy -diff
 	hack/verify-generated.sh
 
+## playground: the local environment and its demo; PLAYGROUND_FLAGS="--demo=false" skips the demo.
 playground: control-plane
 	$(GO) build -o bin/sidecarset-playground ./cmd/sidecarset-playground
-	KUBEBUILDER_ASSETS="$(ASSETS)" bin/sidecarset-playground
+	$(GO) build -o bin/kubectl-sidecarset ./cmd/kubectl-sidecarset
+	ln -sf "$(ASSETS)/kubectl" bin/kubectl
+	KUBEBUILDER_ASSETS="$(ASSETS)" bin/sidecarset-playground $(PLAYGROUND_FLAGS)
 
 clean:
 	rm -rf bin bench/results/latest.txt

@@ -56,6 +56,14 @@ func main() {
 	if abs, err := filepath.Abs(opts.KubeConfig); err == nil {
 		opts.KubeConfig = abs
 	}
+	// make playground builds kubectl-sidecarset (and links kubectl) next to
+	// this binary.
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if _, err := os.Stat(filepath.Join(dir, "kubectl-sidecarset")); err == nil {
+			opts.BinDir = dir
+		}
+	}
 
 	level := zap.Level(zapLevel(*verbose))
 	if *verbose {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/cli"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -162,29 +163,24 @@ func (d *demo) newImage(ctx context.Context) error {
 
 func (d *demo) rollout(ctx context.Context) error {
 	d.say("kubectl sidecarset rollout run mysql-exporter --steps 50%,0 --wait-ready 2m")
-	for _, step := range []struct {
-		partition intstr.IntOrString
-		target    int32
-	}{{intstr.FromString("50%"), demoReplicas / 2}, {intstr.FromInt32(0), demoReplicas}} {
-		fmt.Fprintf(d.out, "partition %s: waiting for %d updated and ready\n", step.partition.String(), step.target)
-		patch := fmt.Sprintf(`{"spec":{"updateStrategy":{"partition":%s}}}`, jsonIntOrString(step.partition))
-		if err := d.c.Patch(ctx, &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: demoSet}},
-			client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-			return err
-		}
-		last := int32(-1)
-		err := d.waitStatus(ctx, fmt.Sprintf("%d updated and ready", step.target), func(s v1alpha1.SidecarSetStatus) bool {
-			if s.UpdatedReadyPods != last {
-				last = s.UpdatedReadyPods
-				fmt.Fprintf(d.out, "  [%s%s] %d/%d updated-ready (updated %d)\n",
-					strings.Repeat("#", int(s.UpdatedReadyPods)), strings.Repeat(".", int(demoReplicas-s.UpdatedReadyPods)),
-					s.UpdatedReadyPods, demoReplicas, s.UpdatedPods)
-			}
-			return s.UpdatedReadyPods >= step.target
-		})
-		if err != nil {
-			return err
-		}
+	err := cli.Run(ctx, d.c, d.out, cli.RunOptions{
+		Name:            demoSet,
+		Steps:           []intstr.IntOrString{intstr.FromString("50%"), intstr.FromInt32(0)},
+		WaitReady:       2 * time.Minute,
+		NotReadyTimeout: time.Minute,
+		Interval:        200 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	if err := d.waitStatus(ctx, "12 updated and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.UpdatedReadyPods == demoReplicas
+	}); err != nil {
+		return err
+	}
+	d.say("kubectl sidecarset pods mysql-exporter")
+	if err := cli.Pods(ctx, d.c, d.out, cli.PodsOptions{Name: demoSet, ManagerNamespace: "sidecarset-system"}); err != nil {
+		return err
 	}
 	fmt.Fprintln(d.out, "The mysql containers never restarted:")
 	d.say("kubectl -n demo get pods -o custom-columns=NAME:.metadata.name,MYSQL-RESTARTS:.status.containerStatuses[1].restartCount,EXPORTER-RESTARTS:.status.containerStatuses[0].restartCount")
@@ -252,19 +248,10 @@ func (d *demo) patchSet(ctx context.Context, jsonPatch string) error {
 		client.RawPatch(types.JSONPatchType, []byte(jsonPatch)))
 }
 
-// status prints the SidecarSet's counts as `kubectl get sidecarset` does.
+// status prints what `kubectl sidecarset status` shows.
 func (d *demo) status(ctx context.Context) error {
-	d.say("kubectl get sidecarset mysql-exporter")
-	set := &v1alpha1.SidecarSet{}
-	if err := d.c.Get(ctx, types.NamespacedName{Name: demoSet}, set); err != nil {
-		return err
-	}
-	s := set.Status
-	fmt.Fprintf(d.out, "%-16s %-8s %-8s %-6s %-14s %-15s %-8s %s\n",
-		"NAME", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "NOT-UPGRADABLE", "DRIFTED", "UNMANAGED")
-	fmt.Fprintf(d.out, "%-16s %-8d %-8d %-6d %-14d %-15d %-8d %d\n",
-		set.Name, s.MatchedPods, s.UpdatedPods, s.ReadyPods, s.UpdatedReadyPods, s.NotUpgradablePods, s.DriftedPods, s.UnmanagedPods)
-	return nil
+	d.say("kubectl sidecarset status mysql-exporter")
+	return cli.Status(ctx, d.c, d.out, cli.StatusOptions{Name: demoSet})
 }
 
 func (d *demo) waitStatus(ctx context.Context, what string, cond func(v1alpha1.SidecarSetStatus) bool) error {
@@ -286,13 +273,6 @@ func ignoreExists(err error) error {
 		return nil
 	}
 	return err
-}
-
-func jsonIntOrString(v intstr.IntOrString) string {
-	if v.Type == intstr.String {
-		return fmt.Sprintf("%q", v.StrVal)
-	}
-	return v.String()
 }
 
 // stripEmpty drops the empty status and creationTimestamp a marshalled

@@ -26,6 +26,9 @@ type Options struct {
 	Nodes int
 	// Demo runs the guided demo once the environment is up.
 	Demo bool
+	// BinDir, when set, holds kubectl and kubectl-sidecarset for the user
+	// (make playground puts them there).
+	BinDir string
 	// Out receives what the user reads; Log the components' logs (nil
 	// discards them).
 	Out io.Writer
@@ -87,15 +90,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	defer os.Remove(opts.KubeConfig)
+	path := ""
+	if opts.BinDir != "" {
+		path = fmt.Sprintf("  export PATH=%s:$PATH   # kubectl and kubectl-sidecarset\n", opts.BinDir)
+	}
 	fmt.Fprintf(opts.Out, `
-The playground is up. Its kubeconfig: %[1]s
+The playground is up. In another terminal:
 
-  export KUBECONFIG=%[1]s
-  kubectl get nodes
-  kubectl sidecarset status          # go build -o bin/kubectl-sidecarset ./cmd/kubectl-sidecarset, put bin/ on PATH
+  export KUBECONFIG=%s
+%s  kubectl get nodes
+  kubectl sidecarset status
 
 Press Ctrl-C to stop everything.
-`, opts.KubeConfig)
+`, opts.KubeConfig, path)
 
 	if opts.Demo {
 		if err := runDemo(ctx, env, opts.Out, opts.KubeConfig); err != nil && ctx.Err() == nil {

@@ -68,7 +68,8 @@ func TestPlaygroundWithDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"kubectl sidecarset rollout run mysql-exporter",
-		"12/12 updated-ready",
+		"mysql-exporter: all 2 steps done",
+		"demo/mysql-11",
 		"SidecarSetUpgradable=False reason=UpdateImmutableField",
 	} {
 		if !strings.Contains(text, want) {
