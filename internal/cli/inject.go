@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -326,7 +327,11 @@ func (j *injector) namespace(name string) (*corev1.Namespace, error) {
 		}
 	}
 	if ns == nil {
-		if slices.ContainsFunc(j.sets, func(s *v1alpha1.SidecarSet) bool { return s.Spec.NamespaceSelector != nil }) {
+		// The system namespaces and the manager's are never injected
+		// unless a set allows them by annotation: their labels rarely
+		// matter, and a warning about them would be noise.
+		system := name == metav1.NamespaceSystem || name == metav1.NamespacePublic || name == corev1.NamespaceNodeLease || name == j.opts.ManagerNamespace
+		if !system && slices.ContainsFunc(j.sets, func(s *v1alpha1.SidecarSet) bool { return s.Spec.NamespaceSelector != nil }) {
 			where := "offline"
 			if j.c != nil {
 				where = "it does not exist in the cluster"

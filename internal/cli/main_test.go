@@ -133,8 +133,14 @@ type result struct {
 // stdout counts as a terminal.
 func kubectl(t *testing.T, terminal bool, args ...string) result {
 	t.Helper()
+	return execute(t, terminal, "", args...)
+}
+
+// execute runs the command with stdin.
+func execute(t *testing.T, terminal bool, stdin string, args ...string) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	o := cli.NewOptions(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	o := cli.NewOptions(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
 	o.IsTerminal = func(io.Writer) bool { return terminal }
 	o.PollInterval = 100 * time.Millisecond
 	cmd := cli.NewCmdRoot(o)

@@ -222,8 +222,8 @@ type stepWatch struct {
 	waitReady, notReadyTimeout time.Duration
 	start                      time.Time
 
-	// lastProgress is when updatedReady last grew or the updated but not
-	// ready pods last shrank (or the step started).
+	// lastProgress is when updatedReady last grew, the updated but not
+	// ready pods last shrank, or some first became not ready.
 	lastProgress                  time.Time
 	updatedReady, updatedNotReady int32
 	seen                          bool
@@ -243,8 +243,10 @@ func newStepWatch(gen int64, opts RunOptions, now time.Time) *stepWatch {
 //	20s  Complete=True                                    → done
 //	20s  Stalled=True                                     → anomaly: stalled
 //	20s  spec.updateStrategy.paused                       → anomaly: paused
-//	30s  1 updated but not ready, 2 updated and ready     → wait (progress at 30s if that changed)
+//	30s  first read: 1 updated but not ready              → wait; the not-ready clock starts
+//	1m29s same counts                                     → wait
 //	1m31s same counts since 30s                           → anomaly: not ready for 1m
+//	1m20s instead one more pod ready                      → wait; the clock restarts
 //	5m   not Complete, counts still moving                → anomaly: step not done within 5m
 func (w *stepWatch) observe(set *v1alpha1.SidecarSet, now time.Time) (bool, error) {
 	snap := snapshotOf(set)
@@ -261,12 +263,13 @@ func (w *stepWatch) observe(set *v1alpha1.SidecarSet, now time.Time) (bool, erro
 		case v.complete:
 			return true, nil
 		}
-		if !w.seen || snap.updatedReady > w.updatedReady || snap.updatedNotReady < w.updatedNotReady {
-			if w.seen {
-				w.lastProgress = now
-			}
-			w.seen = true
+		// The clock starts when not-ready pods first show (or at the first
+		// read), and restarts whenever one of them becomes ready.
+		if !w.seen || snap.updatedReady > w.updatedReady || snap.updatedNotReady < w.updatedNotReady ||
+			(w.updatedNotReady == 0 && snap.updatedNotReady > 0) {
+			w.lastProgress = now
 		}
+		w.seen = true
 		w.updatedReady, w.updatedNotReady = snap.updatedReady, snap.updatedNotReady
 		if snap.updatedNotReady > 0 && now.Sub(w.lastProgress) >= w.notReadyTimeout {
 			return false, fmt.Errorf("%w: %d updated pods not ready, and none became ready, for %s (--not-ready-timeout): %s",

@@ -1,0 +1,174 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/cli"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// template is a pod template with the fixture's labels plus extra.
+func (f *fixture) template(extra map[string]string) corev1.PodTemplateSpec {
+	labels := map[string]string{}
+	for k, v := range f.labels {
+		labels[k] = v
+	}
+	for k, v := range extra {
+		labels[k] = v
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "app", Image: "web:1.0"}},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+		},
+	}
+}
+
+func (f *fixture) create(objs ...client.Object) {
+	f.t.Helper()
+	for _, o := range objs {
+		o.SetNamespace(f.ns)
+		if err := env.Client.Create(f.t.Context(), o); err != nil {
+			f.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// waitReadyPods waits for n ready pods in the namespace.
+func (f *fixture) waitReadyPods(n int) {
+	f.t.Helper()
+	f.waitPods("ready pods", func(pods []corev1.Pod) bool {
+		ready := 0
+		for _, p := range pods {
+			if podReady(&p) && p.DeletionTimestamp == nil {
+				ready++
+			}
+		}
+		return ready == n && len(pods) == n
+	})
+}
+
+func TestRestartUnmanaged(t *testing.T) {
+	f := newFixture(t)
+	// Workloads and a bare pod made before the SidecarSet: no sidecars.
+	f.create(
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}},
+			Template: f.template(map[string]string{"role": "web"}),
+		}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "db"}},
+			Template: f.template(map[string]string{"role": "db"}),
+		}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Labels: f.labels}, Spec: f.template(nil).Spec},
+	)
+	f.waitReadyPods(4)
+	f.createSet(f.sidecarSet("exporter:v1"))
+	f.waitStatus("4 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 4 })
+
+	dry := ok(t, "restart-unmanaged", f.set, "--dry-run")
+	mustContain(t, dry.out,
+		f.set+": 4 unmanaged pods:",
+		"Deployment "+f.ns+"/web (web-",
+		"StatefulSet "+f.ns+"/db (db-0): to restart",
+		"pod "+f.ns+"/bare (bare): not touched: no owner",
+		"dry run: would restart 2 workloads, one at a time")
+	if restarted(t, f, "web") || restarted(t, f, "db") {
+		t.Fatal("--dry-run restarted a workload")
+	}
+
+	r := ok(t, "restart-unmanaged", f.set, "--timeout", "60s")
+	mustContain(t, r.out,
+		"Deployment "+f.ns+"/web: restarting ("+cli.AnnotationRestartedAt+"=",
+		"Deployment "+f.ns+"/web: all 2 pods carry SidecarSet "+f.set,
+		"StatefulSet "+f.ns+"/db: all 1 pods carry SidecarSet "+f.set,
+		f.set+": restarted 2 workloads")
+	// One at a time: the StatefulSet starts only after the Deployment is
+	// rolled out.
+	if strings.Index(r.out, "StatefulSet "+f.ns+"/db: restarting") < strings.Index(r.out, "Deployment "+f.ns+"/web: all 2 pods carry") {
+		t.Errorf("the StatefulSet was restarted before the Deployment finished:\n%s", r.out)
+	}
+	if !restarted(t, f, "web") || !restarted(t, f, "db") {
+		t.Error("cluster: a workload's pod template lacks the restart annotation")
+	}
+	for _, p := range f.pods() {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		state, _ := revision.Decode(p.Annotations)
+		_, managed := state[f.set]
+		if managed == (p.Name == "bare") {
+			t.Errorf("pod %s: carries the record %v; only the bare pod should lack it", p.Name, managed)
+		}
+	}
+	f.waitStatus("3 matched pods", func(st v1alpha1.SidecarSetStatus) bool { return st.MatchedPods == 3 })
+}
+
+func TestRestartUnmanagedHonoursBudgets(t *testing.T) {
+	f := newFixture(t)
+	f.create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](2),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}},
+		Template: f.template(map[string]string{"role": "web"}),
+	}})
+	f.waitReadyPods(2)
+	// No disruption allowed.
+	f.create(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}},
+	}})
+	f.createSet(f.sidecarSet("exporter:v1"))
+	f.waitStatus("2 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 2 })
+
+	r := kubectl(t, false, "restart-unmanaged", f.set, "--timeout", "2s")
+	want := "Deployment " + f.ns + "/web: refusing to restart: PodDisruptionBudget " + f.ns + "/web allows no disruption (status.disruptionsAllowed 0) for --timeout 2s; not restarted: Deployment " + f.ns + "/web"
+	if r.err == nil || !strings.Contains(r.err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", r.err, want)
+	}
+	mustContain(t, r.out, "Deployment "+f.ns+"/web: waiting: PodDisruptionBudget "+f.ns+"/web allows no disruption")
+	if restarted(t, f, "web") {
+		t.Error("cluster: the Deployment was restarted despite its PodDisruptionBudget")
+	}
+
+	other := newFixture(t)
+	other.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: other.template(nil).Spec})
+	paused := other.sidecarSet("exporter:v1")
+	paused.Spec.InjectionStrategy.Paused = true
+	other.createSet(paused)
+	r = kubectl(t, false, "restart-unmanaged", other.set)
+	if r.err == nil || !strings.Contains(r.err.Error(), "spec.injectionStrategy.paused is true: restarted pods would not get the sidecars either") {
+		t.Errorf("restart with injection paused: %v", r.err)
+	}
+}
+
+// restarted reports whether the workload's pod template carries the
+// restart annotation.
+func restarted(t *testing.T, f *fixture, name string) bool {
+	t.Helper()
+	key := client.ObjectKey{Namespace: f.ns, Name: name}
+	var tmpl corev1.PodTemplateSpec
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(t.Context(), key, d); err == nil {
+		tmpl = d.Spec.Template
+	} else {
+		s := &appsv1.StatefulSet{}
+		if err := env.Client.Get(t.Context(), key, s); err != nil {
+			t.Fatalf("get workload %s: %v", name, err)
+		}
+		tmpl = s.Spec.Template
+	}
+	return tmpl.Annotations[cli.AnnotationRestartedAt] != ""
+}
