@@ -136,16 +136,21 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 		_, err := fmt.Fprintf(out, "dry run: would restart %d %s, one at a time\n", len(todo), plural(len(todo), "workload", "workloads"))
 		return err
 	}
+	restarted := 0
 	for i, w := range todo {
-		if err := restart(ctx, c, out, set, w, opts); err != nil {
+		done, err := restart(ctx, c, out, set, w, opts)
+		if err != nil {
 			left := make([]string, 0, len(todo)-i)
 			for _, l := range todo[i:] {
 				left = append(left, l.String())
 			}
 			return fmt.Errorf("%w; not restarted: %s", err, strings.Join(left, ", "))
 		}
+		if done {
+			restarted++
+		}
 	}
-	_, err = fmt.Fprintf(out, "%s: restarted %d %s\n", opts.Name, len(todo), plural(len(todo), "workload", "workloads"))
+	_, err = fmt.Fprintf(out, "%s: restarted %d %s\n", opts.Name, restarted, plural(restarted, "workload", "workloads"))
 	return err
 }
 
@@ -256,35 +261,37 @@ func newWorkload(kind string) (client.Object, error) {
 
 // restart restarts one workload: budgets first, then the annotation, then
 // the rollout's end, then a look at whether the new pods got the sidecars.
-func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.SidecarSet, w owner, opts RestartOptions) error {
+// It reports whether it restarted the workload: one whose update strategy
+// ignores the annotation is left alone.
+func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.SidecarSet, w owner, opts RestartOptions) (bool, error) {
 	obj, err := newWorkload(w.kind)
 	if err != nil {
-		return err
+		return false, err
 	}
 	key := types.NamespacedName{Namespace: w.namespace, Name: w.name}
 	if err := c.Get(ctx, key, obj); err != nil {
-		return fmt.Errorf("get %s: %w", w, err)
+		return false, fmt.Errorf("get %s: %w", w, err)
 	}
 	if why := cannotRestart(obj); why != "" {
 		fmt.Fprintf(out, "%s: not restarted: %s\n", w, why)
-		return nil
+		return false, nil
 	}
 	selector, err := metav1.LabelSelectorAsSelector(workloadSelector(obj))
 	if err != nil {
-		return fmt.Errorf("%s: spec.selector: %w", w, err)
+		return false, fmt.Errorf("%s: spec.selector: %w", w, err)
 	}
 	if err := waitBudgets(ctx, c, out, w, selector, opts); err != nil {
-		return err
+		return false, err
 	}
 
 	now := time.Now().Format(time.RFC3339)
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{AnnotationRestartedAt: now}}}}})
 	if err != nil {
-		return fmt.Errorf("encode patch: %w", err)
+		return false, fmt.Errorf("encode patch: %w", err)
 	}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("restart %s (patch %s): %w", w, AnnotationRestartedAt, err)
+		return false, fmt.Errorf("restart %s (patch %s): %w", w, AnnotationRestartedAt, err)
 	}
 	fmt.Fprintf(out, "%s: restarting (%s=%s)\n", w, AnnotationRestartedAt, now)
 
@@ -293,11 +300,11 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 	var last string
 	for {
 		if err := c.Get(ctx, key, obj); err != nil {
-			return fmt.Errorf("get %s: %w", w, err)
+			return false, fmt.Errorf("get %s: %w", w, err)
 		}
 		done, msg, err := rolledOut(obj, gen)
 		if err != nil {
-			return fmt.Errorf("%s: %w", w, err)
+			return false, fmt.Errorf("%s: %w", w, err)
 		}
 		if msg != last {
 			fmt.Fprintf(out, "%s: %s\n", w, msg)
@@ -307,13 +314,13 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: rollout not finished within --timeout %s: %s", w, opts.Timeout, msg)
+			return false, fmt.Errorf("%s: rollout not finished within --timeout %s: %s", w, opts.Timeout, msg)
 		}
 		if err := sleep(ctx, opts.Interval); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return reportStillUnmanaged(ctx, c, out, set, w, selector)
+	return true, reportStillUnmanaged(ctx, c, out, set, w, selector)
 }
 
 // cannotRestart says why a restart annotation would not roll obj's pods.
