@@ -16,8 +16,8 @@ func TestSlimPod(t *testing.T) {
 			Name: "db-0", Namespace: "ns", UID: "u", ResourceVersion: "7",
 			Labels: map[string]string{"app": "db", "sidecarset.dev/managed": "true"},
 			Annotations: map[string]string{
-				"sidecarset.dev/state":    `{"a":{}}`,
-				"sidecarset.dev/injected": "a",
+				"sidecarset.dev/state":                             `{"a":{}}`,
+				"sidecarset.dev/injected":                          "a",
 				"kubectl.kubernetes.io/last-applied-configuration": "{...}",
 			},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},

@@ -33,12 +33,8 @@ func (e *Env) StartManager(ctx context.Context, cfg *rest.Config, opts manager.O
 	}
 	// Tests and the playground may start a manager more than once.
 	opts.SeveralPerProcess = true
-	if opts.MetricsAddr == "" {
-		opts.MetricsAddr = "0"
-	}
-	if opts.ProbeAddr == "" {
-		opts.ProbeAddr = "0"
-	}
+	// No fixed ports: several environments may run on one machine at once.
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	// In a cluster the manager runs in its namespace; here it must be made.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
 	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
