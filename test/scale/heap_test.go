@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -123,6 +124,16 @@ func BenchmarkManagerHeap(b *testing.B) {
 		b.Fatalf("wait for the manager to count %d managed and %d unmanaged pods: %v", managedPods, unmanagedPods, err)
 	}
 	after := heapInuse()
+	if path := os.Getenv("SIDECARSET_HEAP_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
 	perPod := float64(after-before) / managedPods
 	b.ReportMetric(perPod, "heap-B/managed-pod")
 	b.ReportMetric(float64(after-before)/(1<<20), "heap-MiB")
