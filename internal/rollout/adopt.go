@@ -35,6 +35,11 @@ const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 // LimitRange's default resources, say) makes the pod not adoptable: it stays
 // unmanaged and counted.
 //
+// A pod that opted out of injection (annotation sidecarset.dev/inject
+// "false") is not adoptable: taking it over would inject by other means what
+// its owner refused, and the first image update would restart its sidecar.
+// It stays unmanaged and counted.
+//
 // A pod whose state annotation cannot be decoded is not adoptable: adopting
 // means rewriting that annotation, which would drop the other sets' records.
 // Nor is one where another set's record already claims a container of one of
@@ -42,6 +47,9 @@ const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 	spec := &set.Spec
 	if spec.AdoptionPolicy != v1alpha1.AdoptSameName || len(spec.Containers)+len(spec.InitContainers) == 0 {
+		return false
+	}
+	if pod.Annotations[v1alpha1.AnnotationInject] == "false" {
 		return false
 	}
 	state, err := revision.Decode(pod.Annotations)

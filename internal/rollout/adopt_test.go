@@ -172,6 +172,15 @@ func TestAdoptable(t *testing.T) {
 			want: false,
 		},
 		{
+			name: "pod opted out of injection",
+			pod: func(set *v1alpha1.SidecarSet) *corev1.Pod {
+				pod := preexisting(set, "exporter:v1")
+				pod.Annotations = map[string]string{v1alpha1.AnnotationInject: "false"}
+				return pod
+			},
+			want: false,
+		},
+		{
 			name: "already carries this set's record",
 			pod: func(set *v1alpha1.SidecarSet) *corev1.Pod {
 				pod := preexisting(set, "exporter:v1")
