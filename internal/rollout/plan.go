@@ -27,8 +27,7 @@ type Input struct {
 	DriftPolicy v1alpha1.DriftPolicy
 	// Budgets lists, per pod, the PodDisruptionBudgets that select it. A pod
 	// that is not a key has none. disruptionsAllowed lags the writes of the
-	// previous reconcile; maxUnavailable, counted from the pods themselves,
-	// covers that window.
+	// previous reconciles (see Next).
 	Budgets map[types.NamespacedName][]Budget
 }
 
@@ -166,10 +165,17 @@ type Held struct {
 // cannot tell whether the new revision keeps it from becoming ready.
 //
 // PodDisruptionBudgets: a ready pod is written only when each of its budgets
-// still allows a disruption, counting the ones this plan already spent;
-// otherwise it waits (HeldByDisruptionBudget) and the next pod is tried. A pod
-// that is not ready is written regardless: it is not among the healthy pods a
-// budget protects, so updating it takes nothing from the budget.
+// still allows a disruption, counting the ones this plan spends and the ones
+// already spent: the budget's Unavailable pods. An in-place write, unlike an
+// eviction, leaves no mark in the budget's status, and the disruption
+// controller sees the pod go unready only after the kubelet restarted the
+// container; until then disruptionsAllowed still counts the pod as healthy,
+// and trusting it would let a second pod go before the first is back. A pod
+// the disruption controller already counts as unready is counted twice this
+// way: the rollout waits for it, never for more than the budget allows.
+// Otherwise the pod waits (HeldByDisruptionBudget) and the next pod is tried.
+// A pod that is not ready is written regardless: it is not among the healthy
+// pods a budget protects, so updating it takes nothing from the budget.
 //
 // Drift (driftPolicy Revert): a drifted pod that is not due for an update
 // gets its recorded images written back (a due update writes the latest
@@ -198,6 +204,7 @@ type Held struct {
 //	partition 0, 8 updated, raised to 50%                 → Target 6 < Updated 8: nothing (never rolls back)
 //	maxUnavailable 1, p01 p02 updated but not ready       → Unavailable 2: no ready pod; a not-ready candidate still goes
 //	maxUnavailable 3, budget b over p01..p03 allows 1     → update p01 p04 p05; p02 p03 wait (DisruptionBudget)
+//	same, p01 updating, b still allows 1 (status lags)    → nothing for p02 p03 (DisruptionBudget): p01 spent it
 //	partition 50%, p12 drifted, Revert, maxUnavailable 1  → revert p12; p01..p06 wait
 //	partition 0, p05 not upgradable                       → p05 held (NotUpgradable); Target 12 is out of reach until p05 is recreated
 func Next(in Input) (Plan, error) {
@@ -282,6 +289,13 @@ func Next(in Input) (Plan, error) {
 	})
 	room := scope.MaxUnavailable - scope.Unavailable
 	spent := map[string]int32{}
+	for _, p := range pods {
+		if p.Unavailable() {
+			for _, b := range in.Budgets[p.Key] {
+				spent[b.Name]++
+			}
+		}
+	}
 	for _, w := range work {
 		if w.pod.Ready {
 			if room <= 0 {

@@ -310,6 +310,22 @@ func TestNext(t *testing.T) {
 				HeldByDisruptionBudget, "p02", "p03", HeldByMaxUnavailable, podRange(6, 12))},
 		},
 		{
+			name:     "same, p01 updating, db/web still allows 1",
+			pods:     fleet(12, each([]opt{updating}, "p01")),
+			strategy: strategy("0", "3"),
+			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWeb, key("p02"): dbWeb, key("p03"): dbWeb},
+			want: outcome{[]string{"p04", "p05"}, held(
+				HeldByDisruptionBudget, "p02", "p03", HeldByMaxUnavailable, podRange(6, 12))},
+		},
+		{
+			name:     "same, p01 updated and ready again",
+			pods:     fleet(12, each([]opt{updated}, "p01")),
+			strategy: strategy("0", "3"),
+			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWeb, key("p02"): dbWeb, key("p03"): dbWeb},
+			want: outcome{[]string{"p02", "p04", "p05"}, held(
+				HeldByDisruptionBudget, "p03", HeldByMaxUnavailable, podRange(6, 12))},
+		},
+		{
 			name:     "a budget that allows nothing does not hold a pod that is not ready",
 			pods:     fleet(3, each([]opt{notReady}, "p01")),
 			strategy: strategy("0", "1"),
