@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -273,6 +274,7 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 // one event on the set naming the pods that became so.
 func (r *Reconciler) markPods(ctx context.Context, set *v1alpha1.SidecarSet, pods []rollout.Pod, byKey map[types.NamespacedName]*corev1.Pod) error {
 	var newlyStuck, newlyDrifted []string
+	var errs []error
 	for _, p := range pods {
 		pod := byKey[p.Key]
 		upgradable := corev1.PodCondition{Type: v1alpha1.PodConditionUpgradable, Status: corev1.ConditionTrue,
@@ -296,19 +298,25 @@ func (r *Reconciler) markPods(ctx context.Context, set *v1alpha1.SidecarSet, pod
 		updated := pod.DeepCopy()
 		if changedUpgradable {
 			setPodCondition(updated, upgradable)
-			if !p.Upgradable {
-				newlyStuck = append(newlyStuck, p.Key.String())
-			}
 		}
 		if changedDrifted {
 			setPodCondition(updated, drifted)
-			if len(p.Drifted) > 0 {
-				newlyDrifted = append(newlyDrifted, p.Key.String())
-				r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonDrifted, "Detect", "%s", drifted.Message)
-			}
 		}
-		if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(pod)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("patch conditions of %s: %w", klog.KObj(pod), err)
+		// A strategic merge patch sends only these conditions, merged by
+		// type; a JSON merge patch would send the whole list from the cache
+		// and could write back a Ready the kubelet has changed since.
+		if err := r.Client.Status().Patch(ctx, updated, client.StrategicMergeFrom(pod)); client.IgnoreNotFound(err) != nil {
+			// The other pods still get theirs, and the events below name
+			// only the pods whose condition landed.
+			errs = append(errs, fmt.Errorf("patch conditions of %s: %w", klog.KObj(pod), err))
+			continue
+		}
+		if changedUpgradable && !p.Upgradable {
+			newlyStuck = append(newlyStuck, p.Key.String())
+		}
+		if changedDrifted && len(p.Drifted) > 0 {
+			newlyDrifted = append(newlyDrifted, p.Key.String())
+			r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonDrifted, "Detect", "%s", drifted.Message)
 		}
 	}
 	if len(newlyStuck) > 0 {
@@ -321,7 +329,7 @@ func (r *Reconciler) markPods(ctx context.Context, set *v1alpha1.SidecarSet, pod
 			"%d pod(s) run a sidecar image changed by hand (driftPolicy %s): %s",
 			len(newlyDrifted), set.Spec.DriftPolicy, strings.Join(newlyDrifted, ", "))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // needsCondition reports whether pod's condition must be written. A pod has
@@ -379,7 +387,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	r.progress[set.Name] = res.LastProgress
 	r.mu.Unlock()
 
-	r.rolloutEvents(set, res.Status)
 	if !status.Equal(set.Status, res.Status) {
 		// The whole status in a merge patch, not an update: it is computed
 		// whole from the pods, so a newer resourceVersion of the set is no
@@ -392,6 +399,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 			return ctrl.Result{}, fmt.Errorf("write status: %w", err)
 		}
 	}
+	// After the write: a failed one is retried, and would tell the same
+	// transition twice.
+	r.rolloutEvents(set, res.Status)
 	if res.PauseRollout {
 		if err := r.pause(ctx, set, res.Status); err != nil {
 			return ctrl.Result{}, err
@@ -427,10 +437,18 @@ func (r *Reconciler) pause(ctx context.Context, set *v1alpha1.SidecarSet, st v1a
 	if c := meta(st, v1alpha1.ConditionStalled); c != nil {
 		reason = c.Message
 	}
-	patch := client.MergeFrom(set.DeepCopy())
+	// Locked to the resourceVersion the stall was judged on: a set changed
+	// since (resumed, a new image, or already paused by an earlier
+	// reconcile on a stale cache) is judged again from its watch event,
+	// instead of being paused over a user's resume.
+	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	paused := set.DeepCopy()
 	paused.Spec.UpdateStrategy.Paused = true
 	if err := r.Client.Patch(ctx, paused, patch); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).V(1).Info("SidecarSet changed before the stalled rollout was paused; judging it again", "err", err.Error())
+			return nil
+		}
 		return fmt.Errorf("pause stalled rollout: %w", err)
 	}
 	r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Pause",
@@ -450,6 +468,10 @@ func meta(st v1alpha1.SidecarSetStatus, t string) *metav1.Condition {
 // countUnmanaged returns how many pods match the set but carry none of its
 // records, recounting at most every UnmanagedRecount (or when the spec
 // changed). With adoptionPolicy SameName it adopts the ones it can first.
+//
+// Pods that opted out (sidecarset.dev/inject "false") are counted too: they
+// match and run without the declared sidecars, which is what the count
+// tells; they are never adopted (rollout.Adoptable).
 func (r *Reconciler) countUnmanaged(ctx context.Context, set *v1alpha1.SidecarSet) (int32, error) {
 	r.mu.Lock()
 	last, ok := r.unmanaged[set.Name]
@@ -514,30 +536,45 @@ func hasRecord(annotations map[string]string, setName string) bool {
 // already equal the declared ones except the image, so it is managed from
 // now on without a restart.
 func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key types.NamespacedName) (bool, error) {
-	pod := &corev1.Pod{}
-	if err := r.APIReader.Get(ctx, key, pod); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	if !rollout.Active(pod) || !rollout.Adoptable(pod, set) {
-		return false, nil
-	}
-	state, err := revision.Decode(pod.Annotations)
+	var adopted *corev1.Pod
+	// A new pod's status changes often while its containers start; a
+	// conflict means only that, so read it again and retry now rather than
+	// wait for the next recount.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		adopted = nil
+		pod := &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, key, pod); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !rollout.Active(pod) || !rollout.Adoptable(pod, set) {
+			return nil
+		}
+		state, err := revision.Decode(pod.Annotations)
+		if err != nil {
+			return nil
+		}
+		next := pod.DeepCopy()
+		state[set.Name] = rollout.AdoptionRecord(pod, set)
+		if next.Annotations == nil {
+			next.Annotations = map[string]string{}
+		}
+		if next.Labels == nil {
+			next.Labels = map[string]string{}
+		}
+		next.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+		next.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
+		next.Labels[v1alpha1.LabelManaged] = "true"
+		if err := r.Client.Patch(ctx, next, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		adopted = next
+		return nil
+	})
 	if err != nil {
+		return false, fmt.Errorf("adopt %s: %w", key, err)
+	}
+	if adopted == nil {
 		return false, nil
-	}
-	adopted := pod.DeepCopy()
-	state[set.Name] = rollout.AdoptionRecord(pod, set)
-	if adopted.Annotations == nil {
-		adopted.Annotations = map[string]string{}
-	}
-	if adopted.Labels == nil {
-		adopted.Labels = map[string]string{}
-	}
-	adopted.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
-	adopted.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	adopted.Labels[v1alpha1.LabelManaged] = "true"
-	if err := r.Client.Patch(ctx, adopted, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("adopt %s: %w", klog.KObj(pod), err)
 	}
 	r.Recorder.Eventf(adopted, set, corev1.EventTypeNormal, ReasonAdopted, "Adopt",
 		"SidecarSet %s manages this pod's sidecars from now on (adoptionPolicy SameName); nothing restarted", set.Name)
