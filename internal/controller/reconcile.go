@@ -234,7 +234,7 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan r
 			names[i] = u.Pod.String()
 		}
 		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
-			"updating %d pod(s) in place: %s", len(written), strings.Join(names, ", "))
+			"updating %d pod(s) in place: %s", len(written), podList(names))
 	}
 	return written
 }
@@ -322,14 +322,36 @@ func (r *Reconciler) markPods(ctx context.Context, set *v1alpha1.SidecarSet, pod
 	if len(newlyStuck) > 0 {
 		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonNotUpgradable, "Classify",
 			"%d pod(s) cannot take this revision in place (something other than an image changed) and need a recreate: %s",
-			len(newlyStuck), strings.Join(newlyStuck, ", "))
+			len(newlyStuck), podList(newlyStuck))
 	}
 	if len(newlyDrifted) > 0 {
 		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonDrifted, "Detect",
 			"%d pod(s) run a sidecar image changed by hand (driftPolicy %s): %s",
-			len(newlyDrifted), set.Spec.DriftPolicy, strings.Join(newlyDrifted, ", "))
+			len(newlyDrifted), set.Spec.DriftPolicy, podList(newlyDrifted))
 	}
 	return errors.Join(errs...)
+}
+
+// podListLimit bounds the pod names in one event message. The apiserver
+// refuses an event whose message is over 1024 bytes, and the recorder then
+// drops it: a rollout step over a thousand pods would tell nothing at all.
+const podListLimit = 600
+
+// podList names pods in an event message: as many as fit in podListLimit
+// bytes, then how many more there are.
+func podList(names []string) string {
+	var b strings.Builder
+	for i, name := range names {
+		if i > 0 && b.Len()+len(name) > podListLimit {
+			fmt.Fprintf(&b, " and %d more", len(names)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+	}
+	return b.String()
 }
 
 // needsCondition reports whether pod's condition must be written. A pod has
