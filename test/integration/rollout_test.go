@@ -8,15 +8,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 )
 
 func intstrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
 
-// watcher samples the pods while a rollout runs and keeps the largest number
-// of pods seen at once that carry image in their spec but are not Ready:
-// pods the rollout made unavailable.
+// watcher samples the pods while a rollout runs and keeps the largest value
+// of count seen.
 type watcher struct {
 	mu      sync.Mutex
 	max     int
@@ -24,25 +24,39 @@ type watcher struct {
 	stopped chan struct{}
 }
 
-func (f *fixture) watchUnavailable(img string) *watcher {
+func (f *fixture) watchMax(count func([]corev1.Pod) int) *watcher {
 	ctx, cancel := context.WithCancel(f.t.Context())
 	w := &watcher{stop: cancel, stopped: make(chan struct{})}
 	go func() {
 		defer close(w.stopped)
 		for ctx.Err() == nil {
-			n := 0
-			for _, p := range f.pods() {
-				if image(&p, "exporter") == img && !podReady(&p) {
-					n++
-				}
+			var list corev1.PodList
+			// Not f.pods: a failure there would call Fatal off the test's
+			// goroutine.
+			if err := env.Client.List(ctx, &list, client.InNamespace(f.ns)); err == nil {
+				n := count(list.Items)
+				w.mu.Lock()
+				w.max = max(w.max, n)
+				w.mu.Unlock()
 			}
-			w.mu.Lock()
-			w.max = max(w.max, n)
-			w.mu.Unlock()
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 	return w
+}
+
+// watchUnavailable keeps the largest number of pods seen at once that carry
+// img in their spec but are not Ready: pods the rollout made unavailable.
+func (f *fixture) watchUnavailable(img string) *watcher {
+	return f.watchMax(func(pods []corev1.Pod) int {
+		n := 0
+		for _, p := range pods {
+			if image(&p, "exporter") == img && !podReady(&p) {
+				n++
+			}
+		}
+		return n
+	})
 }
 
 func (w *watcher) Max() int {

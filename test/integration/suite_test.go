@@ -87,11 +87,7 @@ func startManager() error {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := manager.DefaultOptions()
-	// Fixed metrics and probe ports would collide with any other suite
-	// running on the machine at the same time.
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	_, done, err := env.StartManager(ctx, nil, opts)
+	_, done, err := env.StartManager(ctx, nil, manager.DefaultOptions())
 	if err != nil {
 		cancel()
 		return err
@@ -100,17 +96,23 @@ func startManager() error {
 	return nil
 }
 
+// stopManager stops the manager and waits until it is gone; it does nothing
+// when the manager is not running (a restart that failed to start it).
 func stopManager() {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
+	if mgrCancel == nil {
+		return
+	}
 	mgrCancel()
 	<-mgrDone
+	mgrCancel, mgrDone = nil, nil
 }
 
 // fixture is one test's namespace, pod labels and SidecarSet name, so tests
 // never see each other's pods.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ns     string
 	labels map[string]string
 	set    string
@@ -119,7 +121,7 @@ type fixture struct {
 	gen int64
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	name := strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
@@ -189,6 +191,25 @@ func (f *fixture) updateSet(change func(*v1alpha1.SidecarSet)) {
 	}
 }
 
+// waitSet waits until the fixture's SidecarSet satisfies cond.
+func (f *fixture) waitSet(what string, cond func(*v1alpha1.SidecarSet) bool) *v1alpha1.SidecarSet {
+	f.t.Helper()
+	return f.waitSetFor(90*time.Second, what, cond)
+}
+
+func (f *fixture) waitSetFor(timeout time.Duration, what string, cond func(*v1alpha1.SidecarSet) bool) *v1alpha1.SidecarSet {
+	f.t.Helper()
+	var set *v1alpha1.SidecarSet
+	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		set = f.getSet()
+		return cond(set), nil
+	})
+	if err != nil {
+		f.t.Fatalf("wait for %s: %v\nstatus: %+v\n%s", what, err, set.Status, f.describe())
+	}
+	return set
+}
+
 func (f *fixture) getSet() *v1alpha1.SidecarSet {
 	f.t.Helper()
 	set := &v1alpha1.SidecarSet{}
@@ -203,25 +224,43 @@ func (f *fixture) getSet() *v1alpha1.SidecarSet {
 func (f *fixture) createPods(n int, extra map[string]string, annotations map[string]string) {
 	f.t.Helper()
 	for i := 1; i <= n; i++ {
-		labels := map[string]string{}
-		for k, v := range f.labels {
-			labels[k] = v
-		}
+		pod := f.newPod(fmt.Sprintf("p%02d", i))
 		for k, v := range extra {
-			labels[k] = v
+			pod.Labels[k] = v
 		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fmt.Sprintf("p%02d", i), Labels: labels, Annotations: annotations},
-			Spec: corev1.PodSpec{
-				Containers:                    []corev1.Container{{Name: "mysql", Image: "mysql:8.4"}},
-				TerminationGracePeriodSeconds: ptr.To[int64](0),
-			},
-		}
-		if err := env.Client.Create(f.t.Context(), pod); err != nil {
-			f.t.Fatalf("create pod: %v", err)
-		}
+		pod.Annotations = annotations
+		f.createPod(pod)
 	}
-	f.waitPods("all pods Ready", func(pods []corev1.Pod) bool {
+	f.waitReady(n)
+}
+
+// newPod returns a pod of the fixture, matching its SidecarSet, with the app
+// container "mysql" alone.
+func (f *fixture) newPod(name string) *corev1.Pod {
+	labels := map[string]string{}
+	for k, v := range f.labels {
+		labels[k] = v
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "mysql", Image: "mysql:8.4"}},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+		},
+	}
+}
+
+func (f *fixture) createPod(pod *corev1.Pod) {
+	f.t.Helper()
+	if err := env.Client.Create(f.t.Context(), pod); err != nil {
+		f.t.Fatalf("create pod %s: %v", pod.Name, err)
+	}
+}
+
+// waitReady waits until the namespace holds n pods, all Ready.
+func (f *fixture) waitReady(n int) {
+	f.t.Helper()
+	f.waitPods(fmt.Sprintf("%d pods Ready", n), func(pods []corev1.Pod) bool {
 		if len(pods) < n {
 			return false
 		}
@@ -232,6 +271,16 @@ func (f *fixture) createPods(n int, extra map[string]string, annotations map[str
 		}
 		return true
 	})
+}
+
+// pod returns the named pod of the fixture.
+func (f *fixture) pod(name string) *corev1.Pod {
+	f.t.Helper()
+	pod := &corev1.Pod{}
+	if err := env.Client.Get(f.t.Context(), client.ObjectKey{Namespace: f.ns, Name: name}, pod); err != nil {
+		f.t.Fatalf("get pod %s: %v", name, err)
+	}
+	return pod
 }
 
 func (f *fixture) pods() []corev1.Pod {
@@ -254,17 +303,18 @@ func (f *fixture) waitPods(what string, cond func([]corev1.Pod) bool) {
 	}
 }
 
+// waitStatus waits until the fixture's SidecarSet has a status that
+// observed the test's last write and satisfies cond.
 func (f *fixture) waitStatus(what string, cond func(v1alpha1.SidecarSetStatus) bool) v1alpha1.SidecarSetStatus {
 	f.t.Helper()
-	var st v1alpha1.SidecarSetStatus
-	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
-		st = f.getSet().Status
-		return st.ObservedGeneration >= f.gen && cond(st), nil
-	})
-	if err != nil {
-		f.t.Fatalf("wait for %s: %v\nstatus: %+v\n%s", what, err, st, f.describe())
-	}
-	return st
+	return f.waitStatusFor(90*time.Second, what, cond)
+}
+
+func (f *fixture) waitStatusFor(timeout time.Duration, what string, cond func(v1alpha1.SidecarSetStatus) bool) v1alpha1.SidecarSetStatus {
+	f.t.Helper()
+	return f.waitSetFor(timeout, what, func(set *v1alpha1.SidecarSet) bool {
+		return set.Status.ObservedGeneration >= f.gen && cond(set.Status)
+	}).Status
 }
 
 // describe prints the pods' sidecar images and readiness for failure output.
@@ -329,6 +379,28 @@ func (f *fixture) assertAppsUntouched(before map[string]string) {
 	}
 }
 
+// restarts returns, per pod, the restartCount of the named container.
+func restarts(pods []corev1.Pod, container string) map[string]int32 {
+	out := map[string]int32{}
+	for _, p := range pods {
+		out[p.Name] = containerStatus(&p, container).RestartCount
+	}
+	return out
+}
+
+// assertNothingRestarted fails if any container of the fixture's pods
+// restarted, sidecars included.
+func (f *fixture) assertNothingRestarted() {
+	f.t.Helper()
+	for _, p := range f.pods() {
+		for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if st.RestartCount != 0 {
+				f.t.Errorf("pod %s: container %s restarted %d time(s), want none", p.Name, st.Name, st.RestartCount)
+			}
+		}
+	}
+}
+
 func condition(st v1alpha1.SidecarSetStatus, t string) metav1.ConditionStatus {
 	for _, c := range st.Conditions {
 		if c.Type == t {
@@ -338,9 +410,89 @@ func condition(st v1alpha1.SidecarSetStatus, t string) metav1.ConditionStatus {
 	return metav1.ConditionUnknown
 }
 
-// events returns the messages of events with reason on objects in ns (""
-// for cluster-scoped objects' events in default).
-func events(t *testing.T, ns, reason string) []corev1.Event {
+func setCondition(st v1alpha1.SidecarSetStatus, t string) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// occurrences is how many times an event was emitted. The events library
+// folds a repeat of an event (same object, reason and action) into a series
+// on the first one, keeping its message; the count lives in the series.
+func occurrences(e corev1.Event) int {
+	n := 1
+	if e.Series != nil {
+		n = max(n, int(e.Series.Count))
+	}
+	return max(n, int(e.Count))
+}
+
+// setEvents returns the events with reason on the fixture's SidecarSet.
+// The set is cluster-scoped: its events are in namespace default.
+func (f *fixture) setEvents(reason string) []corev1.Event {
+	f.t.Helper()
+	var out []corev1.Event
+	for _, e := range events(f.t, metav1.NamespaceDefault, reason) {
+		if e.InvolvedObject.Kind == "SidecarSet" && e.InvolvedObject.Name == f.set {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// podEvents counts, per pod of the fixture, the occurrences of events with
+// reason.
+func (f *fixture) podEvents(reason string) map[string]int {
+	f.t.Helper()
+	out := map[string]int{}
+	for _, e := range events(f.t, f.ns, reason) {
+		if e.InvolvedObject.Kind == "Pod" {
+			out[e.InvolvedObject.Name] += occurrences(e)
+		}
+	}
+	return out
+}
+
+// waitSetEvent waits for an event with reason on the fixture's SidecarSet
+// and returns the events with that reason.
+func (f *fixture) waitSetEvent(reason string) []corev1.Event {
+	f.t.Helper()
+	var got []corev1.Event
+	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		got = f.setEvents(reason)
+		return len(got) > 0, nil
+	})
+	if err != nil {
+		f.t.Fatalf("wait for event %s on SidecarSet %s: %v", reason, f.set, err)
+	}
+	return got
+}
+
+// waitPodEvent waits for an event with reason on the named pod.
+func (f *fixture) waitPodEvent(pod, reason string) {
+	f.t.Helper()
+	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		return f.podEvents(reason)[pod] > 0, nil
+	})
+	if err != nil {
+		f.t.Fatalf("wait for event %s on pod %s: %v", reason, pod, err)
+	}
+}
+
+// events returns the events with reason on objects in ns.
+func events(t testing.TB, ns, reason string) []corev1.Event {
 	t.Helper()
 	var list corev1.EventList
 	if err := env.Client.List(t.Context(), &list, client.InNamespace(ns)); err != nil {

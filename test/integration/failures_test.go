@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/controller"
+)
+
+// TestFailingImage: a new sidecar image that never gets healthy holds the
+// rollout at maxUnavailable; after progressDeadlineSeconds the set says
+// Stalled and pauses itself; a fixed image and a resume finish the rollout.
+func TestFailingImage(t *testing.T) {
+	for _, bad := range []string{"exporter-pull-fails:v2", "exporter-crashes:v2", "exporter-never-ready:v2"} {
+		t.Run(strings.TrimSuffix(strings.TrimPrefix(bad, "exporter-"), ":v2"), func(t *testing.T) {
+			// Each waits out a deadline; they share nothing but the cluster.
+			t.Parallel()
+			const pods, maxUnavailable = 5, 2
+			f := newFixture(t)
+			// A readiness delay longer than the simulated crash (200ms):
+			// without a probe a crash-looping container is Ready for as long
+			// as it runs, as on a real node.
+			set := f.sidecarSet("exporter:v1", 1)
+			set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromInt32(maxUnavailable))
+			set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(5))
+			f.createSet(set)
+			f.createPods(pods, nil, nil)
+			before := appIDs(f.pods())
+			f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+				return s.MatchedPods == pods && s.UpdatedReadyPods == pods
+			})
+
+			w := f.watchMax(func(pods []corev1.Pod) int { return countImage(pods, bad) })
+			changed := time.Now()
+			f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = bad })
+			st := f.waitStatus("Stalled", func(s v1alpha1.SidecarSetStatus) bool {
+				return condition(s, v1alpha1.ConditionStalled) == metav1.ConditionTrue
+			})
+			stalled := setCondition(st, v1alpha1.ConditionStalled)
+			// Condition times are whole seconds; the deadline runs from the
+			// first reconcile after the change at the earliest.
+			if earliest := changed.Truncate(time.Second).Add(5 * time.Second); stalled.LastTransitionTime.Time.Before(earliest) {
+				t.Errorf("Stalled at %s, before progressDeadlineSeconds (5s) passed since the change at %s",
+					stalled.LastTransitionTime.Time, changed)
+			}
+			if stalled.Reason != "ProgressDeadlineExceeded" {
+				t.Errorf("Stalled reason %q, want ProgressDeadlineExceeded", stalled.Reason)
+			}
+			f.waitSet("the rollout paused itself", func(s *v1alpha1.SidecarSet) bool { return s.Spec.UpdateStrategy.Paused })
+			evs := f.waitSetEvent(controller.ReasonRolloutStalled)
+			if len(evs) != 1 || occurrences(evs[0]) != 1 || evs[0].Type != corev1.EventTypeWarning {
+				t.Errorf("want one Warning event %s on the set, got %+v", controller.ReasonRolloutStalled, evs)
+			}
+
+			// Paused, nothing more moves.
+			time.Sleep(time.Second)
+			if n := countImage(f.pods(), bad); n != maxUnavailable {
+				t.Errorf("%d pods on %s while stalled, want maxUnavailable = %d\n%s", n, bad, maxUnavailable, f.describe())
+			}
+			if got := w.Max(); got > maxUnavailable {
+				t.Errorf("%d pods got %s at once, more than maxUnavailable %d", got, bad, maxUnavailable)
+			}
+
+			f.updateSet(func(s *v1alpha1.SidecarSet) {
+				s.Spec.Containers[0].Image = "exporter:v3"
+				s.Spec.UpdateStrategy.Paused = false
+			})
+			st = f.waitStatus("complete on the fixed image", func(s v1alpha1.SidecarSetStatus) bool {
+				return condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue &&
+					s.UpdatedReadyPods == s.MatchedPods && s.MatchedPods == pods
+			})
+			if c := condition(st, v1alpha1.ConditionStalled); c != metav1.ConditionFalse {
+				t.Errorf("Stalled %s after the rollout completed, want False", c)
+			}
+			for _, p := range f.pods() {
+				if image(&p, "exporter") != "exporter:v3" {
+					t.Errorf("pod %s exporter = %s, want exporter:v3", p.Name, image(&p, "exporter"))
+				}
+			}
+			f.assertAppsUntouched(before)
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package integration
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/controller"
+)
+
+// TestManagerRestart: the manager stops right after the first pod of a
+// rollout was written, while its sidecar is still restarting, and starts
+// again. The new manager knows from the pods alone what was done: the
+// rollout ends where the partition says, and no pod is written twice.
+func TestManagerRestart(t *testing.T) {
+	const pods, target = 8, 4
+	f := newFixture(t)
+	set := f.sidecarSet("exporter:v1", 2)
+	set.Spec.UpdateStrategy.Partition = new(intstr.FromString("50%"))
+	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromInt32(1))
+	f.createSet(set)
+	f.createPods(pods, nil, nil)
+	before := appIDs(f.pods())
+	f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
+	})
+
+	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+	f.waitPods("the first pod written", func(ps []corev1.Pod) bool { return countImage(ps, "exporter:v2") > 0 })
+	stopManager()
+	if err := startManager(); err != nil {
+		t.Fatalf("start the manager again: %v", err)
+	}
+
+	f.waitStatus("the partition's share updated and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.UpdatedReadyPods == target && condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue
+	})
+	ps := f.pods()
+	updated := restarts(ps, "exporter")
+	events := f.podEvents(controller.ReasonSidecarUpdated)
+	for i, p := range ps {
+		want, wantRestarts := "exporter:v1", int32(0)
+		// The partition keeps the last pods by name.
+		if i < target {
+			want, wantRestarts = "exporter:v2", 1
+		}
+		if got := image(&p, "exporter"); got != want {
+			t.Errorf("pod %s exporter = %s, want %s", p.Name, got, want)
+		}
+		if updated[p.Name] != wantRestarts {
+			t.Errorf("pod %s exporter restarted %d time(s), want %d", p.Name, updated[p.Name], wantRestarts)
+		}
+		// The first manager may not have sent its event before it stopped.
+		if n := events[p.Name]; n > int(wantRestarts) {
+			t.Errorf("pod %s has %d %s event(s), want at most %d", p.Name, n, controller.ReasonSidecarUpdated, wantRestarts)
+		}
+	}
+	if n := countImage(ps, "exporter:v2"); n != target {
+		t.Errorf("%d pods updated, want %d (partition 50%% of %d)\n%s", n, target, pods, f.describe())
+	}
+	if t.Failed() {
+		t.Logf("%s events per pod: %v", controller.ReasonSidecarUpdated, events)
+	}
+	f.assertAppsUntouched(before)
+}
