@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/retry"
@@ -112,9 +113,16 @@ func (r *Reconciler) matchedPods(ctx context.Context, set *v1alpha1.SidecarSet) 
 	if err != nil {
 		return nil, fmt.Errorf("spec.selector: %w", err)
 	}
+	managed, err := labels.NewRequirement(v1alpha1.LabelManaged, selection.Equals, []string{"true"})
+	if err != nil {
+		return nil, err
+	}
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector},
-		client.MatchingLabels{v1alpha1.LabelManaged: "true"}); err != nil {
+	// The cached pods themselves, not copies: a rollout over thousands of
+	// pods would otherwise copy them all on every reconcile. Nothing below
+	// modifies them; every write works on a DeepCopy.
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector.Add(*managed)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list managed pods: %w", err)
 	}
 	namespaces := map[string]*corev1.Namespace{}

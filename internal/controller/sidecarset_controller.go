@@ -18,8 +18,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -92,7 +94,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.progress = map[string]metav1.Time{}
 	r.unmanaged = map[string]unmanagedCount{}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.SidecarSet{}).
+		// Status writes, this controller's own, need no reconcile.
+		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(setsOfPod)).
 		// A budget's status.disruptionsAllowed is what held pods wait on.
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.allSets)).
