@@ -401,6 +401,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	pods []rollout.Pod, plan rollout.Plan, unmanaged int32) (ctrl.Result, error) {
 	r.mu.Lock()
 	last := r.progress[set.Name]
+	prev := set.Status
+	// A reconcile that follows our own status write closely may read the
+	// set from a cache that has not seen it: judged against that older
+	// status, the same transition would be found again, written again and
+	// told again in events.
+	if w, ok := r.written[set.Name]; ok && w.over == set.ResourceVersion {
+		prev = w.status
+	}
 	r.mu.Unlock()
 	res := status.Compute(status.Input{
 		Generation:   set.Generation,
@@ -409,7 +417,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		Plan:         plan,
 		Strategy:     set.Spec.UpdateStrategy,
 		Unmanaged:    unmanaged,
-		Previous:     set.Status,
+		Previous:     prev,
 		Now:          metav1.NewTime(r.Clock.Now()),
 		LastProgress: last,
 	})
@@ -417,7 +425,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	r.progress[set.Name] = res.LastProgress
 	r.mu.Unlock()
 
-	if !status.Equal(set.Status, res.Status) {
+	if !status.Equal(prev, res.Status) {
 		// The whole status in a merge patch, not an update: it is computed
 		// whole from the pods, so a newer resourceVersion of the set is no
 		// reason to refuse it, and a conflict would only delay it.
@@ -428,10 +436,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		if err := r.Client.Status().Patch(ctx, set.DeepCopy(), client.RawPatch(types.MergePatchType, body)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("write status: %w", err)
 		}
+		r.mu.Lock()
+		r.written[set.Name] = writtenStatus{over: set.ResourceVersion, status: res.Status}
+		r.mu.Unlock()
 	}
 	// After the write: a failed one is retried, and would tell the same
 	// transition twice.
-	r.rolloutEvents(set, res.Status)
+	r.rolloutEvents(prev, res.Status, set)
 	if res.PauseRollout {
 		if err := r.pause(ctx, set, res.Status); err != nil {
 			return ctrl.Result{}, err
@@ -444,10 +455,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	return ctrl.Result{RequeueAfter: after}, nil
 }
 
-// rolloutEvents tells, on the set, when a rollout starts, completes or
-// stalls: the transitions between the old status and the new.
-func (r *Reconciler) rolloutEvents(set *v1alpha1.SidecarSet, next v1alpha1.SidecarSetStatus) {
-	prev := set.Status
+// rolloutEvents tells, on set, when a rollout starts or completes: the
+// transitions between the previous status and the next. (A stall is told
+// by pause.)
+func (r *Reconciler) rolloutEvents(prev, next v1alpha1.SidecarSetStatus, set *v1alpha1.SidecarSet) {
 	if prev.LatestRevision != "" && prev.LatestRevision != next.LatestRevision {
 		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStarted, "Rollout",
 			"revision %s: %d matched pod(s) on other revisions", next.LatestRevision, next.MatchedPods-next.UpdatedPods)
@@ -470,7 +481,9 @@ func (r *Reconciler) pause(ctx context.Context, set *v1alpha1.SidecarSet, st v1a
 	// Locked to the resourceVersion the stall was judged on: a set changed
 	// since (resumed, a new image, or already paused by an earlier
 	// reconcile on a stale cache) is judged again from its watch event,
-	// instead of being paused over a user's resume.
+	// instead of being paused over a user's resume. When this reconcile
+	// has just written Stalled into the status, that write alone makes the
+	// lock fail; the reconcile its watch event brings pauses the rollout.
 	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	paused := set.DeepCopy()
 	paused.Spec.UpdateStrategy.Paused = true
@@ -514,39 +527,47 @@ func (r *Reconciler) countUnmanaged(ctx context.Context, set *v1alpha1.SidecarSe
 	if err != nil {
 		return last.count, fmt.Errorf("spec.selector: %w", err)
 	}
-	// Metadata only, filtered by the set's selector on the apiserver: the
-	// cluster's other pods are never transferred, nor cached.
-	var list metav1.PartialObjectMetadataList
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.APIReader.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return last.count, fmt.Errorf("list pods matching %s: %w", set.Name, err)
-	}
 	namespaces := map[string]*corev1.Namespace{}
 	var count int32
 	var errs []error
-	for i := range list.Items {
-		meta := &list.Items[i]
-		if meta.DeletionTimestamp != nil || hasRecord(meta.Annotations, set.Name) {
-			continue
+	// Metadata only, filtered by the set's selector on the apiserver, a page
+	// at a time: the cluster's other pods are never transferred, the
+	// unmanaged ones never cached, and memory stays bounded by a page however
+	// many there are.
+	for page := ""; ; {
+		var list metav1.PartialObjectMetadataList
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := r.APIReader.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector},
+			client.Limit(unmanagedPageSize), client.Continue(page)); err != nil {
+			return last.count, fmt.Errorf("list pods matching %s: %w", set.Name, err)
 		}
-		ns, err := r.namespace(ctx, namespaces, meta.Namespace)
-		if err != nil {
-			return last.count, err
-		}
-		shell := &corev1.Pod{ObjectMeta: meta.ObjectMeta}
-		if ok, err := inject.Matches(set, shell, ns, r.injectOptions()); err != nil || !ok {
-			continue
-		}
-		if set.Spec.AdoptionPolicy == v1alpha1.AdoptSameName {
-			adopted, err := r.adopt(ctx, set, types.NamespacedName{Namespace: meta.Namespace, Name: meta.Name})
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if adopted {
+		for i := range list.Items {
+			meta := &list.Items[i]
+			if meta.DeletionTimestamp != nil || hasRecord(meta.Annotations, set.Name) {
 				continue
 			}
+			ns, err := r.namespace(ctx, namespaces, meta.Namespace)
+			if err != nil {
+				return last.count, err
+			}
+			shell := &corev1.Pod{ObjectMeta: meta.ObjectMeta}
+			if ok, err := inject.Matches(set, shell, ns, r.injectOptions()); err != nil || !ok {
+				continue
+			}
+			if set.Spec.AdoptionPolicy == v1alpha1.AdoptSameName {
+				adopted, err := r.adopt(ctx, set, types.NamespacedName{Namespace: meta.Namespace, Name: meta.Name})
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if adopted {
+					continue
+				}
+			}
+			count++
 		}
-		count++
+		if page = list.Continue; page == "" {
+			break
+		}
 	}
 	if len(errs) > 0 {
 		// Adoption will be tried again at the next recount.
@@ -616,4 +637,5 @@ func (r *Reconciler) forget(name string) {
 	defer r.mu.Unlock()
 	delete(r.progress, name)
 	delete(r.unmanaged, name)
+	delete(r.written, name)
 }

@@ -56,6 +56,10 @@ const (
 // on the apiserver, so unmanaged pods never sit in the manager's cache.
 const UnmanagedRecount = 30 * time.Second
 
+// unmanagedPageSize is how many pods' metadata one list request of the
+// unmanaged count brings.
+const unmanagedPageSize = 500
+
 // Reconciler reconciles SidecarSets.
 type Reconciler struct {
 	// Client reads from the manager's cache (pods only with the managed
@@ -74,9 +78,19 @@ type Reconciler struct {
 
 	mu sync.Mutex
 	// progress remembers, per SidecarSet, when its rollout last progressed;
-	// unmanaged remembers the last count of its unmanaged pods.
+	// unmanaged remembers the last count of its unmanaged pods; written the
+	// status last written.
 	progress  map[string]metav1.Time
 	unmanaged map[string]unmanagedCount
+	written   map[string]writtenStatus
+}
+
+// writtenStatus is a status the controller wrote over the set's
+// resourceVersion over. While the cache still shows that version, the
+// cached status is older than this one.
+type writtenStatus struct {
+	over   string
+	status v1alpha1.SidecarSetStatus
 }
 
 type unmanagedCount struct {
@@ -93,6 +107,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.progress = map[string]metav1.Time{}
 	r.unmanaged = map[string]unmanagedCount{}
+	r.written = map[string]writtenStatus{}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Status writes, this controller's own, need no reconcile.
 		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
