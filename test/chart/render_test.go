@@ -1,19 +1,21 @@
 // Package chart tests charts/sidecarset by rendering it with Helm's own
-// install action (as `helm template` does) and comparing what it renders with
+// engine (as `helm template` does) and comparing what it renders with
 // config/, the manifests the manager's code and tests are built against.
 package chart
 
 import (
-	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -66,12 +68,7 @@ func key(kind, namespace, name string) string {
 
 // keys lists the objects, sorted, for comparing with what a case expects.
 func (objs objects) keys() []string {
-	ks := make([]string, 0, len(objs))
-	for k := range objs {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+	return slices.Sorted(maps.Keys(objs))
 }
 
 // get returns the object under key as a T, failing the test when it is
@@ -100,30 +97,54 @@ func loadChart(t *testing.T) *chart.Chart {
 }
 
 // install renders the chart as `helm template --namespace namespace -f
-// values` does: Helm's install action, client side only, with the values
-// read as -f reads them and checked against values.schema.json.
+// values` does: the values read as -f reads them and checked against
+// values.schema.json, the chart's kubeVersion checked, then Helm's template
+// engine. (Helm's install action would do the same but pulls in the whole
+// client, registries and storage drivers, and doubles the cold build.)
 func install(t *testing.T, namespace, values string) (manifest, notes string, err error) {
 	t.Helper()
-	kv, err := chartutil.ParseKubeVersion(kubeVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := loadChart(t)
 	vals, err := chartutil.ReadValues([]byte(values))
 	if err != nil {
 		t.Fatalf("values %q: %v", values, err)
 	}
-	client := action.NewInstall(&action.Configuration{Log: t.Logf})
-	client.DryRun = true
-	client.ClientOnly = true
-	client.Replace = true
-	client.ReleaseName = releaseName
-	client.Namespace = namespace
-	client.KubeVersion = kv
-	rel, err := client.RunWithContext(context.Background(), loadChart(t), vals)
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ch.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kv.String()) {
+		t.Fatalf("the chart requires kubeVersion %s, which excludes %s", c, kv)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true}
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, false)
 	if err != nil {
 		return "", "", err
 	}
-	return rel.Manifest, rel.Info.Notes, nil
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return "", "", err
+	}
+	for name, content := range files {
+		if filepath.Base(name) == "NOTES.txt" {
+			notes = content
+			delete(files, name)
+		}
+	}
+	// As Helm's install action assembles its manifest.
+	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
+	if err != nil {
+		return "", "", err
+	}
+	if len(hooks) > 0 {
+		t.Fatalf("the chart renders %d hooks, which this test does not check", len(hooks))
+	}
+	var b strings.Builder
+	for _, m := range manifests {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return b.String(), notes, nil
 }
 
 // render renders the chart and decodes every document strictly.
