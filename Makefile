@@ -22,6 +22,7 @@ control-plane:
 ## test: unit and integration tests; integration runs a real kube-apiserver + etcd.
 test: control-plane
 	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./...
+	cd test/chart && $(GO) test -count=1 ./...
 
 ## bench: the benchmarks; results go to bench/results/.
 bench: control-plane
@@ -51,6 +52,7 @@ verify:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	cd test/chart && $(GO) vet ./... && $(GO) mod tidy -diff
 	hack/verify-generated.sh
 
 ## playground: the local environment and its demo; PLAYGROUND_FLAGS="--demo=false" skips the demo.
