@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -401,13 +402,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	pods []rollout.Pod, plan rollout.Plan, unmanaged int32) (ctrl.Result, error) {
 	r.mu.Lock()
 	last := r.progress[set.Name]
-	prev := set.Status
-	// A reconcile that follows our own status write closely may read the
-	// set from a cache that has not seen it: judged against that older
-	// status, the same transition would be found again, written again and
-	// told again in events.
+	// prev is the set's status and judged the resourceVersion of the set as
+	// judged here. A reconcile that follows our own status write closely
+	// may read the set from a cache that has not seen it: judged against
+	// that older status, the same transition would be found again, written
+	// again and told again in events.
+	prev, judged := set.Status, set.ResourceVersion
 	if w, ok := r.written[set.Name]; ok && w.over == set.ResourceVersion {
-		prev = w.status
+		prev, judged = w.status, w.rv
 	}
 	r.mu.Unlock()
 	res := status.Compute(status.Input{
@@ -433,19 +435,32 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("encode status: %w", err)
 		}
-		if err := r.Client.Status().Patch(ctx, set.DeepCopy(), client.RawPatch(types.MergePatchType, body)); err != nil {
+		patched := set.DeepCopy()
+		if err := r.Client.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, body)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("write status: %w", err)
 		}
+		// The same generation: the spec judged here is still the set's,
+		// and the version our write made is the one to judge it by.
+		if patched.Generation == set.Generation {
+			judged = patched.ResourceVersion
+		}
 		r.mu.Lock()
-		r.written[set.Name] = writtenStatus{over: set.ResourceVersion, status: res.Status}
+		r.written[set.Name] = writtenStatus{over: set.ResourceVersion, rv: judged, status: res.Status}
 		r.mu.Unlock()
 	}
 	// After the write: a failed one is retried, and would tell the same
 	// transition twice.
 	r.rolloutEvents(prev, res.Status, set)
 	if res.PauseRollout {
-		if err := r.pause(ctx, set, res.Status); err != nil {
+		paused, err := r.pause(ctx, set, judged, res.Status)
+		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if !paused {
+			// The set changed since it was judged. A new generation brings
+			// its own reconcile; anything else (our own writes are not
+			// watched) needs a look soon, from a fresher cache.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 	}
 	after := UnmanagedRecount
@@ -473,30 +488,30 @@ func (r *Reconciler) rolloutEvents(prev, next v1alpha1.SidecarSetStatus, set *v1
 // pause sets updateStrategy.paused on a stalled rollout, so that it stays
 // stopped until someone looks; resuming it is `kubectl sidecarset rollout
 // resume`.
-func (r *Reconciler) pause(ctx context.Context, set *v1alpha1.SidecarSet, st v1alpha1.SidecarSetStatus) error {
+//
+// The patch is locked to judged, the resourceVersion the stall was judged
+// on: a set changed since (resumed, a new image, or already paused by an
+// earlier reconcile on a stale cache) must be judged again, not paused over
+// a user's resume. It reports false when that lock failed.
+func (r *Reconciler) pause(ctx context.Context, set *v1alpha1.SidecarSet, judged string, st v1alpha1.SidecarSetStatus) (bool, error) {
 	reason := "no progress within progressDeadlineSeconds"
 	if c := meta(st, v1alpha1.ConditionStalled); c != nil {
 		reason = c.Message
 	}
-	// Locked to the resourceVersion the stall was judged on: a set changed
-	// since (resumed, a new image, or already paused by an earlier
-	// reconcile on a stale cache) is judged again from its watch event,
-	// instead of being paused over a user's resume. When this reconcile
-	// has just written Stalled into the status, that write alone makes the
-	// lock fail; the reconcile its watch event brings pauses the rollout.
-	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	paused := set.DeepCopy()
+	base := set.DeepCopy()
+	base.ResourceVersion = judged
+	paused := base.DeepCopy()
 	paused.Spec.UpdateStrategy.Paused = true
-	if err := r.Client.Patch(ctx, paused, patch); err != nil {
+	if err := r.Client.Patch(ctx, paused, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).V(1).Info("SidecarSet changed before the stalled rollout was paused; judging it again", "err", err.Error())
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("pause stalled rollout: %w", err)
+		return false, fmt.Errorf("pause stalled rollout: %w", err)
 	}
 	r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Pause",
 		"rollout paused itself: %s", reason)
-	return nil
+	return true, nil
 }
 
 func meta(st v1alpha1.SidecarSetStatus, t string) *metav1.Condition {

@@ -86,11 +86,12 @@ type Reconciler struct {
 }
 
 // writtenStatus is a status the controller wrote over the set's
-// resourceVersion over. While the cache still shows that version, the
-// cached status is older than this one.
+// resourceVersion over, making rv (over itself when the spec changed
+// meanwhile). While the cache still shows over, the cached status is older
+// than this one.
 type writtenStatus struct {
-	over   string
-	status v1alpha1.SidecarSetStatus
+	over, rv string
+	status   v1alpha1.SidecarSetStatus
 }
 
 type unmanagedCount struct {

@@ -83,6 +83,10 @@ func TestFailingImage(t *testing.T) {
 					t.Errorf("pod %s exporter = %s, want exporter:v3", p.Name, image(&p, "exporter"))
 				}
 			}
+			// Told once per new revision, however many reconciles saw it.
+			if n := f.setEventCount(controller.ReasonRolloutStarted); n != 2 {
+				t.Errorf("%d %s events for two image changes, want 2", n, controller.ReasonRolloutStarted)
+			}
 			f.assertAppsUntouched(before)
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/controller"
 )
 
 // TestDisruptionBudget: an in-place update disrupts the pod, so a
@@ -66,6 +67,9 @@ func TestDisruptionBudget(t *testing.T) {
 	})
 	if got := w.Max(); got > 1 {
 		t.Errorf("%d pods unavailable at once, more than the budget's 1", got)
+	}
+	if n := f.setEventCount(controller.ReasonRolloutStarted); n != 1 {
+		t.Errorf("%d %s events for one image change, want 1", n, controller.ReasonRolloutStarted)
 	}
 	f.assertAppsUntouched(before)
 }

@@ -452,6 +452,17 @@ func (f *fixture) setEvents(reason string) []corev1.Event {
 	return out
 }
 
+// setEventCount counts the occurrences of events with reason on the
+// fixture's SidecarSet.
+func (f *fixture) setEventCount(reason string) int {
+	f.t.Helper()
+	n := 0
+	for _, e := range f.setEvents(reason) {
+		n += occurrences(e)
+	}
+	return n
+}
+
 // podEvents counts, per pod of the fixture, the occurrences of events with
 // reason.
 func (f *fixture) podEvents(reason string) map[string]int {
