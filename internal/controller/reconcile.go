@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -205,36 +206,26 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 	return out, nil
 }
 
-// apply writes the plan's pod updates and returns the ones that landed.
+// apply writes the plan's pod updates, a few at a time, and returns the ones
+// that landed, in plan order. The plan already decided that all of them may
+// go now; writing them one after another would only make a wide rollout
+// (maxUnavailable 100%) wait on round trips.
 func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan rollout.Plan, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
-	log := ctrl.LoggerFrom(ctx)
+	landed := make([]bool, len(plan.Updates))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, concurrentPodWrites)
+	for i, u := range plan.Updates {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			landed[i] = r.applyOne(ctx, set, pods[u.Pod], u)
+		})
+	}
+	wg.Wait()
 	var written []rollout.PodUpdate
-	for _, u := range plan.Updates {
-		pod := pods[u.Pod]
-		if err := r.writePod(ctx, set, pod, u); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				// The cache was behind: the pod changed or went away since.
-				// Its watch event brings the set back with the new pod.
-				log.V(1).Info("pod changed before the update; will retry", "pod", klog.KObj(pod), "err", err.Error())
-				continue
-			}
-			log.Error(err, "update sidecar images", "pod", klog.KObj(pod))
-			r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Update",
-				"update sidecars of %s: %v", set.Name, err)
-			continue
-		}
-		written = append(written, u)
-		images := make([]string, len(u.Containers))
-		for i, c := range u.Containers {
-			images[i] = c.Name + "=" + c.Image
-		}
-		switch u.Action {
-		case rollout.ActionRevertDrift:
-			r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",
-				"SidecarSet %s wrote back %s", set.Name, strings.Join(images, ", "))
-		default:
-			r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonSidecarUpdated, "Update",
-				"SidecarSet %s revision %s: %s", set.Name, u.State.Revision, strings.Join(images, ", "))
+	for i, u := range plan.Updates {
+		if landed[i] {
+			written = append(written, u)
 		}
 	}
 	if len(written) > 0 {
@@ -246,6 +237,36 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan r
 			"updating %d pod(s) in place: %s", len(written), podList(names))
 	}
 	return written
+}
+
+// applyOne writes one pod update and tells, on the pod, what was written.
+func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, u rollout.PodUpdate) bool {
+	log := ctrl.LoggerFrom(ctx)
+	if err := r.writePod(ctx, set, pod, u); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// The cache was behind: the pod changed or went away since.
+			// Its watch event brings the set back with the new pod.
+			log.V(1).Info("pod changed before the update; will retry", "pod", klog.KObj(pod), "err", err.Error())
+			return false
+		}
+		log.Error(err, "update sidecar images", "pod", klog.KObj(pod))
+		r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Update",
+			"update sidecars of %s: %v", set.Name, err)
+		return false
+	}
+	images := make([]string, len(u.Containers))
+	for i, c := range u.Containers {
+		images[i] = c.Name + "=" + c.Image
+	}
+	switch u.Action {
+	case rollout.ActionRevertDrift:
+		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",
+			"SidecarSet %s wrote back %s", set.Name, strings.Join(images, ", "))
+	default:
+		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonSidecarUpdated, "Update",
+			"SidecarSet %s revision %s: %s", set.Name, u.State.Revision, strings.Join(images, ", "))
+	}
+	return true
 }
 
 // writePod patches the images of u's containers and the set's record in one

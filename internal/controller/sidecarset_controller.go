@@ -56,6 +56,9 @@ const (
 // on the apiserver, so unmanaged pods never sit in the manager's cache.
 const UnmanagedRecount = 30 * time.Second
 
+// concurrentPodWrites bounds the pod writes one reconcile has in flight.
+const concurrentPodWrites = 16
+
 // unmanagedPageSize is how many pods' metadata one list request of the
 // unmanaged count brings.
 const unmanagedPageSize = 500

@@ -80,6 +80,13 @@ func DefaultOptions() Options {
 // New returns a manager with the webhooks and controllers registered. Start
 // it with Start(ctx).
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	if cfg.QPS == 0 {
+		// client-go would throttle to 5 requests a second; a rollout over
+		// thousands of pods needs more. As controller-runtime's GetConfig
+		// does, leave the pacing to the apiserver's priority and fairness.
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS = -1
+	}
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManaged: "true"})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: sidecarscheme.New(),
