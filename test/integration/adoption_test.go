@@ -121,6 +121,7 @@ func TestUnmanaged(t *testing.T) {
 	f.createPod(f.newPod("p02"))
 	f.createPod(withExporter(f.newPod("p03"), set, "exporter:v0"))
 	f.waitReady(3)
+	before := appIDs(f.pods())
 	f.createSet(set)
 	f.waitStatus("3 unmanaged", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == 0 && s.UnmanagedPods == 3
@@ -151,4 +152,5 @@ func TestUnmanaged(t *testing.T) {
 		}
 	}
 	f.assertNothingRestarted()
+	f.assertAppsUntouched(before)
 }
