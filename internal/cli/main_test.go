@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/cli"
 	"github.com/sidecarset/sidecarset/internal/kubeletsim"
-	"github.com/sidecarset/sidecarset/internal/manager"
+	"github.com/sidecarset/sidecarset/internal/stack"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -34,11 +33,8 @@ import (
 // serving its webhooks, as test/integration does.
 var (
 	env        *testenv.Env
+	sys        *stack.Stack
 	kubeconfig string
-
-	mgrMu     sync.Mutex
-	mgrCancel context.CancelFunc
-	mgrDone   <-chan error
 )
 
 func TestMain(m *testing.M) {
@@ -47,21 +43,26 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	testenv.SetLogger()
-	hooks, err := testenv.WebhookOptions("")
+	var err error
+	sys, err = stack.Start(context.Background(), stack.Options{
+		ControllerManager: true,
+		Sim: kubeletsim.Options{
+			Nodes:        3,
+			BackOff:      200 * time.Millisecond,
+			MaxBackOff:   time.Second,
+			CrashesAfter: 200 * time.Millisecond,
+		},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env, err = testenv.Start(testenv.Options{ControllerManager: true, Webhooks: hooks})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the control plane:", err)
-		return 1
-	}
 	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
+		if err := sys.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop:", err)
 		}
 	}()
+	env = sys.Env
 	dir, err := os.MkdirTemp("", "kubectl-sidecarset-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -73,53 +74,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sim, err := kubeletsim.New(env.Config, kubeletsim.Options{
-		Nodes:        3,
-		BackOff:      200 * time.Millisecond,
-		MaxBackOff:   time.Second,
-		CrashesAfter: 200 * time.Millisecond,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = sim.Run(ctx) }()
-	if err := sim.Ready(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "start the simulated nodes:", err)
-		return 1
-	}
-	if err := startManager(); err != nil {
-		fmt.Fprintln(os.Stderr, "start the manager:", err)
-		return 1
-	}
-	defer stopManager()
 	return m.Run()
-}
-
-func startManager() error {
-	mgrMu.Lock()
-	defer mgrMu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := manager.DefaultOptions()
-	// No fixed ports: other suites may run beside this one.
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	_, done, err := env.StartManager(ctx, nil, opts)
-	if err != nil {
-		cancel()
-		return err
-	}
-	mgrCancel, mgrDone = cancel, done
-	return nil
-}
-
-func stopManager() {
-	mgrMu.Lock()
-	defer mgrMu.Unlock()
-	mgrCancel()
-	<-mgrDone
 }
 
 // result is what one run of the command printed and returned.

@@ -53,9 +53,9 @@ func TestPreflight(t *testing.T) {
 
 func TestPreflightManagerDown(t *testing.T) {
 	f := newFixture(t)
-	stopManager()
+	sys.StopManager()
 	defer func() {
-		if err := startManager(); err != nil {
+		if err := sys.StartManager(); err != nil {
 			t.Fatalf("restart the manager: %v", err)
 		}
 	}()

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/sidecarset/sidecarset/internal/kubeletsim"
-	"github.com/sidecarset/sidecarset/internal/manager"
-	"github.com/sidecarset/sidecarset/internal/testenv"
+	"github.com/sidecarset/sidecarset/internal/stack"
 )
 
 // Options configure the playground.
@@ -39,52 +38,23 @@ type Options struct {
 // keeps running until ctx is done; then it stops everything it started.
 func Run(ctx context.Context, opts Options) (err error) {
 	step := newStepper(opts.Out)
-	step.start("starting etcd, kube-apiserver and kube-controller-manager on loopback")
-	hooks, err := testenv.WebhookOptions("")
+	step.start(fmt.Sprintf("starting etcd, kube-apiserver, kube-controller-manager, %d simulated nodes "+
+		"and sidecarset-manager with its webhooks (TLS, generated certificates) on loopback", opts.Nodes))
+	sys, err := stack.Start(ctx, stack.Options{
+		ControllerManager: true,
+		Sim:               kubeletsim.Options{Nodes: opts.Nodes},
+		Output:            opts.Log,
+	})
 	if err != nil {
 		return err
 	}
-	env, err := testenv.Start(testenv.Options{ControllerManager: true, Webhooks: hooks, Output: opts.Log})
-	if err != nil {
-		return fmt.Errorf("start the control plane: %w", err)
-	}
 	defer func() {
-		step.start("stopping the control plane")
-		err = errors.Join(err, env.Stop())
+		step.start("stopping everything")
+		err = errors.Join(err, sys.Stop())
 		step.done()
 	}()
 	step.done()
-
-	step.start(fmt.Sprintf("starting %d simulated nodes", opts.Nodes))
-	simCtx, stopSim := context.WithCancel(context.Background())
-	sim, err := kubeletsim.New(env.Config, kubeletsim.Options{Nodes: opts.Nodes})
-	if err != nil {
-		stopSim()
-		return err
-	}
-	simDone := make(chan error, 1)
-	go func() { simDone <- sim.Run(simCtx) }()
-	defer func() {
-		stopSim()
-		<-simDone
-	}()
-	if err := sim.Ready(ctx); err != nil {
-		return fmt.Errorf("start the simulated nodes: %w", err)
-	}
-	step.done()
-
-	step.start("starting sidecarset-manager with its webhooks (TLS, generated certificates)")
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	_, mgrDone, err := env.StartManager(mgrCtx, nil, manager.DefaultOptions())
-	if err != nil {
-		stopMgr()
-		return fmt.Errorf("start the manager: %w", err)
-	}
-	defer func() {
-		stopMgr()
-		<-mgrDone
-	}()
-	step.done()
+	env := sys.Env
 
 	if err := os.WriteFile(opts.KubeConfig, env.KubeConfig, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
-	"github.com/sidecarset/sidecarset/internal/manager"
 	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/stack"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -36,27 +36,20 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	hooks, err := testenv.WebhookOptions("")
+	testenv.SetLogger()
+	// No simulated nodes: admission needs none. The controller manager makes
+	// a Deployment's pods.
+	sys, err := stack.Start(context.Background(), stack.Options{ControllerManager: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env, err = testenv.Start(testenv.Options{ControllerManager: true, Webhooks: hooks})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the control plane:", err)
-		return 1
-	}
 	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
+		if err := sys.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop:", err)
 		}
 	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, _, err := env.StartManager(ctx, nil, manager.DefaultOptions()); err != nil {
-		fmt.Fprintln(os.Stderr, "start the manager:", err)
-		return 1
-	}
+	env = sys.Env
 	return m.Run()
 }
 

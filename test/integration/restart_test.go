@@ -30,8 +30,8 @@ func TestManagerRestart(t *testing.T) {
 
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
 	f.waitPods("the first pod written", func(ps []corev1.Pod) bool { return countImage(ps, "exporter:v2") > 0 })
-	stopManager()
-	if err := startManager(); err != nil {
+	sys.StopManager()
+	if err := sys.StartManager(); err != nil {
 		t.Fatalf("start the manager again: %v", err)
 	}
 

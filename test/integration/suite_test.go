@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,16 +23,13 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/kubeletsim"
-	"github.com/sidecarset/sidecarset/internal/manager"
+	"github.com/sidecarset/sidecarset/internal/stack"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
 var (
 	env *testenv.Env
-
-	mgrMu     sync.Mutex
-	mgrCancel context.CancelFunc
-	mgrDone   <-chan error
+	sys *stack.Stack
 )
 
 func TestMain(m *testing.M) {
@@ -42,71 +38,27 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	testenv.SetLogger()
-	hooks, err := testenv.WebhookOptions("")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env, err = testenv.Start(testenv.Options{ControllerManager: true, Webhooks: hooks})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
-		}
-	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	sim, err := kubeletsim.New(env.Config, kubeletsim.Options{
-		Nodes:        3,
-		BackOff:      200 * time.Millisecond,
-		MaxBackOff:   time.Second,
-		CrashesAfter: 200 * time.Millisecond,
+	var err error
+	sys, err = stack.Start(context.Background(), stack.Options{
+		ControllerManager: true,
+		Sim: kubeletsim.Options{
+			Nodes:        3,
+			BackOff:      200 * time.Millisecond,
+			MaxBackOff:   time.Second,
+			CrashesAfter: 200 * time.Millisecond,
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	go func() { _ = sim.Run(ctx) }()
-	if err := sim.Ready(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "start the simulated nodes:", err)
-		return 1
-	}
-	if err := startManager(); err != nil {
-		fmt.Fprintln(os.Stderr, "start the manager:", err)
-		return 1
-	}
-	defer stopManager()
+	defer func() {
+		if err := sys.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop:", err)
+		}
+	}()
+	env = sys.Env
 	return m.Run()
-}
-
-func startManager() error {
-	mgrMu.Lock()
-	defer mgrMu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	_, done, err := env.StartManager(ctx, nil, manager.DefaultOptions())
-	if err != nil {
-		cancel()
-		return err
-	}
-	mgrCancel, mgrDone = cancel, done
-	return nil
-}
-
-// stopManager stops the manager and waits until it is gone; it does nothing
-// when the manager is not running (a restart that failed to start it).
-func stopManager() {
-	mgrMu.Lock()
-	defer mgrMu.Unlock()
-	if mgrCancel == nil {
-		return
-	}
-	mgrCancel()
-	<-mgrDone
-	mgrCancel, mgrDone = nil, nil
 }
 
 // fixture is one test's namespace, pod labels and SidecarSet name, so tests

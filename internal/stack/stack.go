@@ -1,0 +1,126 @@
+// Package stack starts the whole local system in one call: a real control
+// plane (internal/testenv) with the webhook configurations installed,
+// simulated nodes (internal/kubeletsim), and the sidecarset manager serving
+// the webhooks. Integration tests and the playground run the same stack.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/sidecarset/sidecarset/internal/kubeletsim"
+	"github.com/sidecarset/sidecarset/internal/manager"
+	"github.com/sidecarset/sidecarset/internal/testenv"
+)
+
+// Options say what to start.
+type Options struct {
+	// ControllerManager starts kube-controller-manager, for workloads,
+	// garbage collection and PodDisruptionBudget status.
+	ControllerManager bool
+	// Sim configures the simulated nodes; Sim.Nodes 0 starts none.
+	Sim kubeletsim.Options
+	// FailurePolicy, if set, replaces the pod webhook's failurePolicy.
+	FailurePolicy admissionregistrationv1.FailurePolicyType
+	// Output receives the control plane's logs; nil discards them.
+	Output io.Writer
+}
+
+// Stack is a running local system.
+type Stack struct {
+	Env *testenv.Env
+
+	stopSim context.CancelFunc
+	simDone chan struct{}
+
+	mu        sync.Mutex
+	stopMgr   context.CancelFunc
+	mgrDone   <-chan error
+	mgrOption manager.Options
+}
+
+// Start starts the control plane, the simulated nodes and the manager, and
+// returns once all answer. Stop it with Stop.
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	hooks, err := testenv.WebhookOptions(opts.FailurePolicy)
+	if err != nil {
+		return nil, err
+	}
+	env, err := testenv.Start(testenv.Options{ControllerManager: opts.ControllerManager, Webhooks: hooks, Output: opts.Output})
+	if err != nil {
+		return nil, fmt.Errorf("start the control plane: %w", err)
+	}
+	s := &Stack{Env: env, mgrOption: manager.DefaultOptions()}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+	if opts.Sim.Nodes > 0 {
+		sim, err := kubeletsim.New(env.Config, opts.Sim)
+		if err != nil {
+			return nil, err
+		}
+		simCtx, stop := context.WithCancel(context.Background())
+		s.stopSim, s.simDone = stop, make(chan struct{})
+		go func() {
+			defer close(s.simDone)
+			_ = sim.Run(simCtx)
+		}()
+		if err := sim.Ready(ctx); err != nil {
+			return nil, fmt.Errorf("start the simulated nodes: %w", err)
+		}
+	}
+	if err := s.StartManager(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartManager starts the manager again after StopManager (Start starts
+// it the first time).
+func (s *Stack) StartManager() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopMgr != nil {
+		return errors.New("the manager is already running")
+	}
+	mgrCtx, stop := context.WithCancel(context.Background())
+	_, done, err := s.Env.StartManager(mgrCtx, nil, s.mgrOption)
+	if err != nil {
+		stop()
+		return fmt.Errorf("start the manager: %w", err)
+	}
+	s.stopMgr, s.mgrDone = stop, done
+	return nil
+}
+
+// StopManager stops the manager and waits until it is gone; it does nothing
+// when the manager is not running.
+func (s *Stack) StopManager() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopMgr == nil {
+		return
+	}
+	s.stopMgr()
+	<-s.mgrDone
+	s.stopMgr, s.mgrDone = nil, nil
+}
+
+// Stop stops everything Start started, the manager first and the control
+// plane last.
+func (s *Stack) Stop() error {
+	s.StopManager()
+	if s.stopSim != nil {
+		s.stopSim()
+		<-s.simDone
+		s.stopSim = nil
+	}
+	return s.Env.Stop()
+}
