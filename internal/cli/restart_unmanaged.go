@@ -112,12 +112,12 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 	if err != nil {
 		return err
 	}
-	var todo []owner
+	var pending []owner
 	count := 0
 	for _, w := range owners {
 		count += len(w.pods)
 		if w.skip == "" {
-			todo = append(todo, w)
+			pending = append(pending, w)
 		}
 	}
 	if count == 0 {
@@ -133,15 +133,15 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 		fmt.Fprintf(out, "  %s (%s): %s\n", w, strings.Join(w.pods, ", "), what)
 	}
 	if opts.DryRun {
-		_, err := fmt.Fprintf(out, "dry run: would restart %d %s, one at a time\n", len(todo), plural(len(todo), "workload", "workloads"))
+		_, err := fmt.Fprintf(out, "dry run: would restart %d %s, one at a time\n", len(pending), plural(len(pending), "workload", "workloads"))
 		return err
 	}
 	restarted := 0
-	for i, w := range todo {
+	for i, w := range pending {
 		done, err := restart(ctx, c, out, set, w, opts)
 		if err != nil {
-			left := make([]string, 0, len(todo)-i)
-			for _, l := range todo[i:] {
+			left := make([]string, 0, len(pending)-i)
+			for _, l := range pending[i:] {
 				left = append(left, l.String())
 			}
 			return fmt.Errorf("%w; not restarted: %s", err, strings.Join(left, ", "))
