@@ -23,7 +23,6 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/cli"
-	"github.com/sidecarset/sidecarset/internal/kubeletsim"
 	"github.com/sidecarset/sidecarset/internal/stack"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
@@ -44,15 +43,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	testenv.SetLogger()
 	var err error
-	sys, err = stack.Start(context.Background(), stack.Options{
-		ControllerManager: true,
-		Sim: kubeletsim.Options{
-			Nodes:        3,
-			BackOff:      200 * time.Millisecond,
-			MaxBackOff:   time.Second,
-			CrashesAfter: 200 * time.Millisecond,
-		},
-	})
+	sys, err = stack.Start(context.Background(), stack.TestOptions())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

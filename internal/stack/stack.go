@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -123,4 +124,19 @@ func (s *Stack) Stop() error {
 		s.stopSim = nil
 	}
 	return s.Env.Stop()
+}
+
+// TestOptions are what the whole-loop test suites run: kube-controller-manager
+// and three simulated nodes whose back-offs and crashes are short enough for
+// failing images to cycle within a test.
+func TestOptions() Options {
+	return Options{
+		ControllerManager: true,
+		Sim: kubeletsim.Options{
+			Nodes:        3,
+			BackOff:      200 * time.Millisecond,
+			MaxBackOff:   time.Second,
+			CrashesAfter: 200 * time.Millisecond,
+		},
+	}
 }
