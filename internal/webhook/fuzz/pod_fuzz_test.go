@@ -1,4 +1,7 @@
-package webhook
+// Package fuzz fuzzes the pod mutator apart from the webhook package's
+// tests: those start a control plane in TestMain, which every fuzz worker
+// would run again.
+package fuzz
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/webhook"
 )
 
 // setsReader serves a fixed list of SidecarSets and an empty namespace: all
@@ -52,7 +56,7 @@ func FuzzPodMutator(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	m := &PodMutator{
+	m := &webhook.PodMutator{
 		Reader: setsReader{sets: []v1alpha1.SidecarSet{{
 			ObjectMeta: metav1.ObjectMeta{Name: "exporter"},
 			Spec: v1alpha1.SidecarSetSpec{
