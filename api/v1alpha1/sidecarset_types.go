@@ -258,6 +258,25 @@ type SidecarSetStatus struct {
 	// unmanagedPods counts pods that match but carry no injection record.
 	UnmanagedPods int32 `json:"unmanagedPods"`
 
+	// skippedPods counts pods that match but into which the webhook could not
+	// inject this SidecarSet (a mounted volume the pod lacks, a port clash, the
+	// namespace's Pod Security level): they were created without it. An event
+	// on the SidecarSet says why.
+	// +optional
+	SkippedPods int32 `json:"skippedPods"`
+
+	// completedRevision names the last revision whose rollout completed. While
+	// a rollout is stalled and paused itself, new pods are injected with this
+	// revision rather than the failing latest one.
+	// +optional
+	CompletedRevision string `json:"completedRevision,omitempty"`
+
+	// lastProgressTime is when the rollout last progressed; the
+	// progressDeadlineSeconds clock runs from it. Kept in status so that a
+	// restarted manager keeps counting.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
 	// conditions are Progressing, Complete and Stalled.
 	// +optional
 	// +listType=map
@@ -278,6 +297,7 @@ type SidecarSetStatus struct {
 // +kubebuilder:printcolumn:name="NOT-UPGRADABLE",type=integer,JSONPath=`.status.notUpgradablePods`
 // +kubebuilder:printcolumn:name="DRIFTED",type=integer,JSONPath=`.status.driftedPods`
 // +kubebuilder:printcolumn:name="UNMANAGED",type=integer,JSONPath=`.status.unmanagedPods`
+// +kubebuilder:printcolumn:name="SKIPPED",type=integer,JSONPath=`.status.skippedPods`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 type SidecarSet struct {
 	metav1.TypeMeta   `json:",inline"`
