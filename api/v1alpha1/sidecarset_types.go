@@ -16,6 +16,11 @@ const (
 	AnnotationState = "sidecarset.dev/state"
 	// AnnotationInject set to "false" by a user opts one pod out of injection.
 	AnnotationInject = "sidecarset.dev/inject"
+	// AnnotationSkipped lists, comma-separated and sorted, the SidecarSets
+	// that matched a pod at its creation but could not be injected into it
+	// (the webhook says why in an admission warning and an event on the set).
+	// Such a pod counts in the set's skippedPods, not in unmanagedPods.
+	AnnotationSkipped = "sidecarset.dev/skipped"
 	// AnnotationAllowSystemNamespaces set to "true" on a SidecarSet lets it
 	// inject into kube-system, kube-public, kube-node-lease and the manager's
 	// own namespace.
