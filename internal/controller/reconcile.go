@@ -175,33 +175,79 @@ func (r *Reconciler) namespace(ctx context.Context, seen map[string]*corev1.Name
 	return ns, nil
 }
 
-// budgets returns, per pod, the PodDisruptionBudgets that select it.
+// budgets returns, per pod, the PodDisruptionBudgets that select it, each
+// with the disruptions already spent on it: the pods it selects that any
+// SidecarSet's rollout disrupted and that are not back yet
+// (rollout.Disrupted). Two sets bumped in one commit share one budget; each
+// counting only its own pods would let both take its one disruption.
 func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.NamespacedName][]rollout.Budget, error) {
-	byNamespace := map[string][]policyv1.PodDisruptionBudget{}
 	out := map[types.NamespacedName][]rollout.Budget{}
+	namespaces := sets.New[string]()
 	for _, p := range pods {
-		pdbs, ok := byNamespace[p.pod.Namespace]
-		if !ok {
-			var list policyv1.PodDisruptionBudgetList
-			if err := r.Client.List(ctx, &list, client.InNamespace(p.pod.Namespace)); err != nil {
-				return nil, fmt.Errorf("list PodDisruptionBudgets in %s: %w", p.pod.Namespace, err)
-			}
-			pdbs = list.Items
-			byNamespace[p.pod.Namespace] = pdbs
+		namespaces.Insert(p.pod.Namespace)
+	}
+	if namespaces.Len() == 0 {
+		return out, nil
+	}
+	latest, err := r.latestHashes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range sets.List(namespaces) {
+		var pdbs policyv1.PodDisruptionBudgetList
+		if err := r.Client.List(ctx, &pdbs, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("list PodDisruptionBudgets in %s: %w", ns, err)
 		}
-		for _, pdb := range pdbs {
-			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			// The disruption controller ignores a budget with an empty or
-			// broken selector; so does the rollout.
-			if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.pod.Labels)) {
+		if len(pdbs.Items) == 0 {
+			continue
+		}
+		var managed corev1.PodList
+		if err := r.Client.List(ctx, &managed, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelManaged: "true"},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list managed pods in %s: %w", ns, err)
+		}
+		var disrupted []labels.Set
+		for i := range managed.Items {
+			pod := &managed.Items[i]
+			if !rollout.Active(pod) {
 				continue
 			}
-			key := types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}
-			out[key] = append(out[key], rollout.Budget{
-				Name:               pdb.Namespace + "/" + pdb.Name,
-				DisruptionsAllowed: pdb.Status.DisruptionsAllowed,
-			})
+			state, _ := revision.Decode(pod.Annotations)
+			if rollout.Disrupted(pod, state, latest) {
+				disrupted = append(disrupted, pod.Labels)
+			}
 		}
+		for _, pdb := range pdbs.Items {
+			sel, ok := rollout.BudgetSelector(pdb.Spec.Selector)
+			if !ok {
+				continue
+			}
+			b := rollout.Budget{Name: pdb.Namespace + "/" + pdb.Name, DisruptionsAllowed: pdb.Status.DisruptionsAllowed}
+			for _, l := range disrupted {
+				if sel.Matches(l) {
+					b.Spent++
+				}
+			}
+			for _, p := range pods {
+				if p.pod.Namespace == ns && sel.Matches(labels.Set(p.pod.Labels)) {
+					key := types.NamespacedName{Namespace: ns, Name: p.pod.Name}
+					out[key] = append(out[key], b)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// latestHashes maps every SidecarSet's name to its latest revision's Hash.
+func (r *Reconciler) latestHashes(ctx context.Context) (map[string]string, error) {
+	var list v1alpha1.SidecarSetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list SidecarSets: %w", err)
+	}
+	out := make(map[string]string, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = revision.Hash(&list.Items[i].Spec)
 	}
 	return out, nil
 }
@@ -422,7 +468,6 @@ func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
 func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, latest rollout.Latest,
 	pods []rollout.Pod, plan rollout.Plan, unmanaged int32) (ctrl.Result, error) {
 	r.mu.Lock()
-	last := r.progress[set.Name]
 	// prev is the set's status and judged the resourceVersion of the set as
 	// judged here. A reconcile that follows our own status write closely
 	// may read the set from a cache that has not seen it: judged against
@@ -434,27 +479,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	}
 	r.mu.Unlock()
 	res := status.Compute(status.Input{
-		Generation:   set.Generation,
-		Latest:       latest,
-		Pods:         pods,
-		Plan:         plan,
-		Strategy:     set.Spec.UpdateStrategy,
-		Unmanaged:    unmanaged,
-		Previous:     prev,
-		Now:          metav1.NewTime(r.Clock.Now()),
-		LastProgress: last,
+		Generation: set.Generation,
+		Latest:     latest,
+		Pods:       pods,
+		Plan:       plan,
+		Strategy:   set.Spec.UpdateStrategy,
+		Unmanaged:  unmanaged,
+		Previous:   prev,
+		Now:        metav1.NewTime(r.Clock.Now()),
 	})
-	r.mu.Lock()
-	r.progress[set.Name] = res.LastProgress
-	r.mu.Unlock()
 
 	if !status.Equal(prev, res.Status) {
 		// The whole status in a merge patch, not an update: it is computed
 		// whole from the pods, so a newer resourceVersion of the set is no
 		// reason to refuse it, and a conflict would only delay it.
-		body, err := json.Marshal(map[string]any{"status": res.Status})
+		body, err := statusPatch(res.Status)
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("encode status: %w", err)
+			return ctrl.Result{}, err
 		}
 		patched := set.DeepCopy()
 		if err := r.Client.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, body)); err != nil {
@@ -489,6 +530,28 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		after = res.RecheckAfter
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// statusPatch returns the JSON merge patch that sets the status to st. A
+// merge patch leaves out what it omits, so the optional fields st leaves
+// unset are sent as null, which removes them.
+func statusPatch(st v1alpha1.SidecarSetStatus) ([]byte, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encode status: %w", err)
+	}
+	fields := map[string]any{}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("encode status: %w", err)
+	}
+	if st.LastProgressTime == nil {
+		fields["lastProgressTime"] = nil
+	}
+	body, err := json.Marshal(map[string]any{"status": fields})
+	if err != nil {
+		return nil, fmt.Errorf("encode status: %w", err)
+	}
+	return body, nil
 }
 
 // rolloutEvents tells, on set, when a rollout starts or completes: the
@@ -671,7 +734,6 @@ func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key ty
 func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.progress, name)
 	delete(r.unmanaged, name)
 	delete(r.written, name)
 }

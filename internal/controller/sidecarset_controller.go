@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -80,10 +79,8 @@ type Reconciler struct {
 	injectCache inject.Cache
 
 	mu sync.Mutex
-	// progress remembers, per SidecarSet, when its rollout last progressed;
-	// unmanaged remembers the last count of its unmanaged pods; written the
-	// status last written.
-	progress  map[string]metav1.Time
+	// unmanaged remembers, per SidecarSet, the last count of its unmanaged
+	// pods; written the status last written.
 	unmanaged map[string]unmanagedCount
 	written   map[string]writtenStatus
 }
@@ -109,7 +106,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.progress = map[string]metav1.Time{}
 	r.unmanaged = map[string]unmanagedCount{}
 	r.written = map[string]writtenStatus{}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -127,15 +127,19 @@ func hashOf(v any) string {
 }
 
 // State is the JSON in a pod's sidecarset.dev/state annotation, keyed by
-// SidecarSet name. Example:
+// SidecarSet name. Example, after an in-place update of "exporter" written
+// while the pod was ready, as its generation 3:
 //
 //	{"mysql-exporter": {
 //	  "revision": "mysql-exporter-5d8c7f9b2x",
 //	  "hash": "5d8c7f9b2x",
 //	  "imagelessHash": "w4b2c9d7f6",
+//	  "write": {"wasReady": true, "generation": 3},
 //	  "containers": [
 //	    {"name": "exporter", "image": "prom/mysqld-exporter:v0.15.1",
-//	     "previousImageID": "docker.io/prom/mysqld-exporter@sha256:1a2b..."},
+//	     "previousImageID": "docker.io/prom/mysqld-exporter@sha256:1a2b...",
+//	     "previousContainerID": "containerd://4f5e...",
+//	     "previousImage": "prom/mysqld-exporter:v0.15.0"},
 //	    {"name": "log-shipper", "init": true, "image": "fluent-bit:3.1"}
 //	  ]}}
 type State map[string]SetState
@@ -148,8 +152,25 @@ type SetState struct {
 	// Hash and ImagelessHash are that revision's hashes.
 	Hash          string `json:"hash"`
 	ImagelessHash string `json:"imagelessHash"`
+	// Write describes the last in-place write of this record; nil after
+	// injection or adoption, when nothing was written into a running pod.
+	Write *Write `json:"write,omitempty"`
 	// Containers are the injected containers, found by name.
 	Containers []ContainerState `json:"containers"`
+}
+
+// Write is what the controller knew of a pod when it wrote images into it.
+type Write struct {
+	// WasReady: the pod's Ready condition was True just before the write.
+	// Only such a write disrupts a pod the rollout must count against
+	// maxUnavailable and PodDisruptionBudgets; a pod that was not ready
+	// loses nothing by it.
+	WasReady bool `json:"wasReady,omitempty"`
+	// Generation is the pod's metadata.generation the write produced. The
+	// kubelet reports the generation it has seen in status.observedGeneration;
+	// until that reaches Generation, no container status proves anything
+	// about the written spec.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // ContainerState is one injected container.
@@ -161,10 +182,16 @@ type ContainerState struct {
 	// Image is the image the webhook or the controller last wrote. A pod
 	// image that differs from it was changed by someone else: drift.
 	Image string `json:"image"`
-	// PreviousImageID is the container's status imageID just before the last
-	// in-place update; empty after injection. The update is complete once the
-	// running imageID differs from it.
-	PreviousImageID string `json:"previousImageID,omitempty"`
+	// PreviousImageID, PreviousContainerID and PreviousImage describe the
+	// container that ran before the last in-place update of this container:
+	// its status imageID and containerID, and the image it was started from
+	// ("" when unknown). All are empty after injection, and the write that
+	// set them is in Write. The update is complete once a new container
+	// runs, or once the previous one is known to run the written image
+	// (rollout.UpdateComplete).
+	PreviousImageID     string `json:"previousImageID,omitempty"`
+	PreviousContainerID string `json:"previousContainerID,omitempty"`
+	PreviousImage       string `json:"previousImage,omitempty"`
 }
 
 // Container returns the recorded container named name.

@@ -2,6 +2,8 @@ package rollout
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -14,6 +16,9 @@ type Pod struct {
 	// Labels are the pod's labels, for updateStrategy.selector. Shared with
 	// the pod, never modified.
 	Labels map[string]string
+	// Generation is the pod's metadata.generation: a write of images makes
+	// it Generation+1.
+	Generation int64
 	// Record is the set's entry of the pod's state annotation.
 	Record revision.SetState
 	// Containers are the recorded sidecars found in the pod spec, in record
@@ -23,10 +28,19 @@ type Pod struct {
 	// Updated: the record's Hash is the latest one, i.e. the latest revision
 	// is written into the pod spec (the kubelet may not have caught up).
 	Updated bool
-	// Updating: some container the controller wrote in place (it recorded a
-	// PreviousImageID) is not complete yet. Holds for updates and drift
-	// reverts alike, on any revision.
+	// Updating: some running sidecar the controller wrote in place is not
+	// complete yet (UpdateComplete). Holds for updates and drift reverts
+	// alike, on any revision.
 	Updating bool
+	// Disrupting: the rollout disrupted this pod and it is not back yet. The
+	// pod was ready when it was written (Record.Write.WasReady), and either
+	// the write is still Updating, or the pod is on the latest revision but
+	// not ready: the rollout cannot tell whether the new revision keeps it
+	// from becoming ready. Such pods count against maxUnavailable and
+	// PodDisruptionBudgets. A pod written while not ready never does: it
+	// lost nothing by the write, and it may stay not ready for reasons of its
+	// own.
+	Disrupting bool
 	// Upgradable: the pod differs from the latest revision at most in
 	// images: the record's ImagelessHash is the latest one and every latest
 	// sidecar is both recorded and present in the pod spec. A pod that is
@@ -35,34 +49,42 @@ type Pod struct {
 	// Drifted names, in record order, the containers whose pod spec image
 	// differs from the one recorded as last written: someone edited them.
 	Drifted []string
+	// StaleInit names, in record order, the ordinary init containers that
+	// ran an image other than the latest declared one. Their new image
+	// reaches new pods only.
+	StaleInit []string
 	// PodReady: the pod condition Ready is True.
 	PodReady bool
-	// Ready: PodReady and every sidecar complete (UpdateComplete), i.e.
-	// healthy and running what was written.
+	// Pending: the pod's phase is Pending: not scheduled, or not started.
+	// A write into it waits for the pod, not for the sidecar.
+	Pending bool
+	// Ready: PodReady and every running sidecar complete, i.e. healthy and
+	// running what was written.
 	Ready bool
 }
 
 // Container is one recorded sidecar of a Pod.
 type Container struct {
 	Name string
-	// Init: the container is in spec.initContainers (a native sidecar).
+	// Init: the container is in spec.initContainers.
 	Init bool
+	// Runs: the container keeps running once the pod started: a regular
+	// sidecar, or a native one (an init container with restartPolicy
+	// Always). An ordinary init container ran to completion before the app
+	// started and the kubelet never runs it again, so its image cannot
+	// change in place and it takes no part in completion or readiness.
+	Runs bool
 	// Image is the image in the pod spec now.
 	Image string
-	// ImageID is the running imageID from the pod status, "" without one.
-	ImageID string
+	// ContainerID and ImageID are from the container's status, "" without
+	// one.
+	ContainerID string
+	ImageID     string
 	// Recorded is the container's record.
 	Recorded revision.ContainerState
-	// Complete is UpdateComplete(Recorded.Image, Recorded, status).
+	// Complete is UpdateComplete for a container that Runs; false for one
+	// that does not.
 	Complete bool
-}
-
-// Unavailable reports whether p counts against maxUnavailable: an in-place
-// write is still pending, or the pod is on the latest revision but not
-// ready. Such a pod is either being disrupted by the rollout or may have been
-// broken by the latest revision, and the rollout waits for it.
-func (p Pod) Unavailable() bool {
-	return p.Updating || (p.Updated && !p.Ready)
 }
 
 // Classify judges pod, which carries rec as its record of the SidecarSet
@@ -73,11 +95,13 @@ func (p Pod) Unavailable() bool {
 // The caller passes only pods for which Active holds.
 func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	p := Pod{
-		Key:      types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		Labels:   pod.Labels,
-		Record:   rec,
-		Updated:  rec.Hash == latest.Hash,
-		PodReady: podReady(pod),
+		Key:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		Labels:     pod.Labels,
+		Generation: pod.Generation,
+		Record:     rec,
+		Updated:    rec.Hash == latest.Hash,
+		PodReady:   podReady(pod),
+		Pending:    pod.Status.Phase == corev1.PodPending,
 	}
 	complete := true
 	for _, rc := range rec.Containers {
@@ -90,19 +114,26 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 		st := containerStatus(pod, rc.Name, init)
 		c := Container{
-			Name:     rc.Name,
-			Init:     init,
-			Image:    spec.Image,
-			ImageID:  st.ImageID,
-			Recorded: rc,
-			Complete: UpdateComplete(rc.Image, rc, st),
+			Name:        rc.Name,
+			Init:        init,
+			Runs:        !init || restartsAlways(spec),
+			Image:       spec.Image,
+			ContainerID: st.ContainerID,
+			ImageID:     st.ImageID,
+			Recorded:    rc,
+		}
+		if c.Runs {
+			c.Complete = UpdateComplete(rc, rec.Write, st, pod.Status.ObservedGeneration)
+			if !c.Complete {
+				complete = false
+				if written(rc) {
+					p.Updating = true
+				}
+			}
 		}
 		p.Containers = append(p.Containers, c)
-		if !c.Complete {
-			complete = false
-			if rc.PreviousImageID != "" {
-				p.Updating = true
-			}
+		if image, declared := latest.Containers[rc.Name]; declared && !c.Runs && image != c.Image {
+			p.StaleInit = append(p.StaleInit, c.Name)
 		}
 		if c.Image != rc.Image {
 			p.Drifted = append(p.Drifted, c.Name)
@@ -115,7 +146,18 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 	}
 	p.Ready = p.PodReady && complete
+	p.Disrupting = rec.Write != nil && rec.Write.WasReady && (p.Updating || (p.Updated && !p.PodReady))
 	return p
+}
+
+// written reports whether the controller wrote rc in place: its record
+// describes the container that ran before.
+func written(rc revision.ContainerState) bool {
+	return rc.PreviousContainerID != "" || rc.PreviousImage != "" || rc.PreviousImageID != ""
+}
+
+func restartsAlways(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 func (p Pod) container(name string) (Container, bool) {
@@ -161,4 +203,38 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// Disrupted reports whether any SidecarSet's rollout disrupted pod and it is
+// not back yet (Pod.Disrupting for one of the records in state). latest maps
+// set names to their latest Hash; a set it does not name is judged on the
+// revision it recorded. PodDisruptionBudgets are shared by every set, so a
+// pod one set disrupted is spent for all of them.
+func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string) bool {
+	for name, rec := range state {
+		hash, ok := latest[name]
+		if !ok {
+			hash = rec.Hash
+		}
+		if Classify(pod, rec, Latest{Hash: hash}).Disrupting {
+			return true
+		}
+	}
+	return false
+}
+
+// BudgetSelector returns the pods a policy/v1 PodDisruptionBudget's selector
+// selects, as the disruption controller reads it: an empty selector ({})
+// selects every pod of the budget's namespace, a nil one none. ok is false
+// for a budget that selects nothing (nil, or a selector that does not parse,
+// which the apiserver refuses anyway).
+func BudgetSelector(s *metav1.LabelSelector) (labels.Selector, bool) {
+	if s == nil {
+		return nil, false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, false
+	}
+	return sel, true
 }

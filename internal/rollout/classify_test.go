@@ -150,8 +150,10 @@ func TestClassifyContainers(t *testing.T) {
 	got := Classify(pod, record(pod), NewLatest(testSet("exporter:v2")))
 	rec := record(pod)
 	want := []Container{
-		{Name: "exporter", Image: "exporter:v1", ImageID: imageID("exporter:v1"), Recorded: rec.Containers[0], Complete: true},
-		{Name: "shipper", Init: true, Image: "fluent-bit:3.1", ImageID: imageID("fluent-bit:3.1"), Recorded: rec.Containers[1], Complete: true},
+		{Name: "exporter", Runs: true, Image: "exporter:v1", ContainerID: "containerd://exporter-0", ImageID: imageID("exporter:v1"),
+			Recorded: rec.Containers[0], Complete: true},
+		{Name: "shipper", Init: true, Runs: true, Image: "fluent-bit:3.1", ContainerID: "containerd://shipper-0", ImageID: imageID("fluent-bit:3.1"),
+			Recorded: rec.Containers[1], Complete: true},
 	}
 	if diff := cmp.Diff(want, got.Containers); diff != "" {
 		t.Errorf("Containers (-want +got):\n%s", diff)

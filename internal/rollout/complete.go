@@ -9,66 +9,89 @@ import (
 )
 
 // UpdateComplete reports whether the kubelet runs what was last written into
-// a sidecar container: declaredImage (the image written, recorded.Image),
-// given the record and the container's status.
+// a sidecar container that keeps running (a regular or native sidecar), given
+// the container's record, the record's last write (nil when none), the
+// container's status, and the pod's status.observedGeneration.
 //
-// It is complete when the container is running and either
+// The kubelet restarts a container when the hash of its name and image
+// changes: any change of the image string, even to a reference of the same
+// content (a digest pin, a mirror). So an in-place update is complete when
+// the container is running and either
 //
-//   - its imageID differs from recorded.PreviousImageID, the imageID seen just
-//     before the write (after injection PreviousImageID is empty, so any
-//     running container counts: the kubelet created it from the injected
-//     spec); or
-//   - declaredImage is pinned by digest (repo@sha256:<hex>) and the running
-//     imageID carries that same digest. This covers a new tag whose content
-//     equals the old one: the imageID does not change, but the digest proves
-//     the content.
+//   - a new container runs: its containerID differs from the one recorded
+//     just before the write (PreviousContainerID). When the written image is
+//     the one that previous container was started from (PreviousImage: an
+//     undo, or A→B→A while B was in flight), the new container must also
+//     run the previous content (PreviousImageID): a container of the image
+//     in between, which the kubelet is about to replace, proves nothing; or
+//   - the previous container still runs and was started from the written
+//     image: the kubelet never acted on the write in between (A→B→A before
+//     it synced), and has nothing to restart.
 //
-// A tag alone never proves anything, unlike OpenKruise, which also accepts an
-// unchanged imageID when status.image shows the declared tag:
+// Until the kubelet reports (status.observedGeneration) the generation the
+// write produced, nothing it reports proves anything about the write.
 //
-//   - the kubelet may show the new tag while still running the old container
-//     (the status lags the spec), or show a tag it knew first for the same
-//     content; only the imageID tells;
-//   - a tag re-pushed with new content keeps its name; the status then names
-//     the declared tag whichever content runs.
+// Neither imageID nor digest alone proves a restart. Pinning x:v1 to
+// x@sha256:<v1's digest> restarts the container although the running imageID
+// already shows that digest; the old rule, "the imageID changed or equals a
+// declared digest", judged such a write complete at once and let the next
+// pod go before the first had restarted. And an undo after a failed pull
+// writes back the image whose imageID was recorded, so "the imageID changed"
+// never held.
 //
-// Both imageID forms are understood: <repo>@sha256:<hex> for an image pulled
-// from a registry, and a bare sha256:<hex> (the image config digest) for a
-// locally imported one; dockershim-era prefixes such as docker-pullable://
-// are ignored. A digest that differs from the declared one is not taken as
-// proof of the opposite: the runtime may report another of the image's repo
-// digests, or the config digest, which never equals a manifest digest.
+// A record of a container never written in place (after injection or
+// adoption) is complete once the container runs: the kubelet created it from
+// the injected spec; so is one written into a pod that ran no container of
+// it then. A record written before writes were kept (revision.Write) is
+// judged as it was then: by the imageID changing.
 //
 // A container that is not running (waiting in ErrImagePull or
 // CrashLoopBackOff, or terminated) is not complete: it runs nothing yet.
 //
-// The price of never trusting a tag: a new tag for the same content,
-// declared by tag, leaves the imageID as it was, so the update never
-// completes and the rollout stalls at that pod. Declaring by digest avoids it
-// (the webhook warns about tags).
+// Worked cases, previous container c1 started from x:v1 (imageID
+// r/x@sha256:aaa…) unless said otherwise:
 //
-// Worked cases, PreviousImageID "r/x@sha256:aaa…" unless said otherwise:
-//
-//	declared x:v2,          running r/x@sha256:bbb…                   → true  (imageID changed)
-//	declared x:v2,          running r/x@sha256:aaa…, status.image x:v2 → false (status lags, tag re-pushed, or v2 is v1's content)
-//	declared x@sha256:aaa…, running r/x@sha256:aaa…                   → true  (same content under a new reference)
-//	declared x@sha256:aaa…, running sha256:aaa…                       → true  (local import)
-//	declared x:v2,          waiting ErrImagePull                      → false
-//	PreviousImageID "",     running r/x@sha256:aaa…                   → true  (as injected)
-func UpdateComplete(declaredImage string, recorded revision.ContainerState, st corev1.ContainerStatus) bool {
-	if st.State.Running == nil || st.ImageID == "" {
+//	written x:v2,           c2 running r/x@sha256:bbb…           → true  (new container)
+//	written x:v2,           c1 running, status.image x:v2        → false (the kubelet has not restarted it)
+//	written x@sha256:aaa…,  c1 running r/x@sha256:aaa…           → false (a pin restarts the container too)
+//	written x@sha256:aaa…,  c2 running r/x@sha256:aaa…           → true
+//	written x:v1 (undo),    c3 running r/x@sha256:aaa…           → true  (back to what ran before)
+//	written x:v1 (undo),    c2 running r/x@sha256:bbb…           → false (x:v2's container, about to go)
+//	written x:v1 (undo),    c1 still running                     → true  (the kubelet never acted)
+//	written x:v2,           c2 running, observedGeneration < write's → false
+//	written x:v2,           waiting ErrImagePull                 → false
+//	no write,               c1 running                           → true  (as injected)
+func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1.ContainerStatus, observedGeneration int64) bool {
+	if st.State.Running == nil {
 		return false
 	}
-	running := imageIDDigest(st.ImageID)
-	if d := declaredDigest(declaredImage); d != "" && d == running {
+	if !written(rc) {
 		return true
 	}
-	// Compare digests when both have one, so the same image reported with
-	// and without a runtime prefix is not taken for a change.
-	if previous := imageIDDigest(recorded.PreviousImageID); previous != "" && running != "" {
-		return running != previous
+	if write == nil {
+		return !sameImageID(st.ImageID, rc.PreviousImageID)
 	}
-	return st.ImageID != recorded.PreviousImageID
+	if observedGeneration > 0 && observedGeneration < write.Generation {
+		return false
+	}
+	backToPrevious := rc.PreviousImage != "" && rc.PreviousImage == rc.Image
+	if rc.PreviousContainerID != "" && st.ContainerID == rc.PreviousContainerID {
+		return backToPrevious
+	}
+	if backToPrevious && rc.PreviousImageID != "" {
+		return sameImageID(st.ImageID, rc.PreviousImageID)
+	}
+	return true
+}
+
+// sameImageID reports whether two status imageIDs name the same content:
+// their digests when both carry one (so the same image reported with and
+// without a runtime prefix is the same), the strings otherwise.
+func sameImageID(a, b string) bool {
+	if da, db := imageIDDigest(a), imageIDDigest(b); da != "" && db != "" {
+		return da == db
+	}
+	return a == b
 }
 
 // declaredDigest returns the digest an image reference is pinned to

@@ -15,145 +15,109 @@ func TestUpdateComplete(t *testing.T) {
 		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
 	}
 	run := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	before := revision.ContainerState{Name: "exporter", PreviousImageID: "r/x@" + aaa}
+	const c1, c2, c3 = "containerd://c1", "containerd://c2", "containerd://c3"
+	// written returns the record of a write of image over c1, which was
+	// started from x:v1.
+	written := func(image string) revision.ContainerState {
+		return revision.ContainerState{Name: "exporter", Image: image,
+			PreviousContainerID: c1, PreviousImage: "x:v1", PreviousImageID: "r/x@" + aaa}
+	}
+	write := &revision.Write{WasReady: true, Generation: 3}
+	status := func(id, imageID string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{ContainerID: id, ImageID: imageID, State: run}
+	}
 
 	tests := []struct {
 		name     string
-		declared string
 		recorded revision.ContainerState
+		write    *revision.Write
 		status   corev1.ContainerStatus
+		observed int64
 		want     bool
 	}{
+		{name: "new container", recorded: written("x:v2"), write: write, status: status(c2, "r/x@"+bbb), want: true},
 		{
-			name:     "imageID changed",
-			declared: "x:v2",
-			recorded: before,
-			status:   corev1.ContainerStatus{Image: "x:v2", ImageID: "r/x@" + bbb, State: run},
+			// The status may show the new tag while the container still
+			// runs what ran before the write.
+			name: "old container, new tag shown", recorded: written("x:v2"), write: write,
+			status: corev1.ContainerStatus{ContainerID: c1, Image: "x:v2", ImageID: "r/x@" + aaa, State: run},
+			want:   false,
+		},
+		{
+			// A new tag of the same content: the imageID cannot change, the
+			// new container proves the swap.
+			name: "new container, same content", recorded: written("x:v1.0.1"), write: write, status: status(c2, "r/x@"+aaa), want: true,
+		},
+		{
+			// Defect: pinning the running tag to its digest restarts the
+			// container; the digest shown by the old one proves nothing.
+			name: "digest pin, old container shows the digest", recorded: written("x@" + aaa), write: write,
+			status: status(c1, "r/x@"+aaa), want: false,
+		},
+		{name: "digest pin, new container", recorded: written("x@" + aaa), write: write, status: status(c2, "r/x@"+aaa), want: true},
+		{
+			// Defect: undo after a failed pull writes back the image whose
+			// imageID was recorded; a new container of it is the swap.
+			name: "undo, new container of the previous content", recorded: written("x:v1"), write: write,
+			status: status(c3, "r/x@"+aaa), want: true,
+		},
+		{
+			name: "undo, local import imageID of the previous content", recorded: written("x:v1"), write: write,
+			status: status(c3, aaa), want: true,
+		},
+		{
+			// A→B→A: the kubelet ran B in between and is about to replace it.
+			name: "undo, container of the image in between", recorded: written("x:v1"), write: write,
+			status: status(c2, "r/x@"+bbb), want: false,
+		},
+		{
+			// A→B→A before the kubelet synced: nothing to restart.
+			name: "undo, the kubelet never acted", recorded: written("x:v1"), write: write,
+			status: status(c1, "r/x@"+aaa), want: true,
+		},
+		{
+			name: "kubelet has not seen the write's generation", recorded: written("x:v2"), write: write,
+			status: status(c2, "r/x@"+bbb), observed: 2, want: false,
+		},
+		{
+			name: "kubelet has seen the write's generation", recorded: written("x:v2"), write: write,
+			status: status(c2, "r/x@"+bbb), observed: 3, want: true,
+		},
+		{
+			name: "pull fails", recorded: written("x:v2"), write: write,
+			status: corev1.ContainerStatus{ImageID: "r/x@" + aaa, State: waiting("ErrImagePull")}, want: false,
+		},
+		{
+			name: "crash loop", recorded: written("x:v2"), write: write,
+			status: corev1.ContainerStatus{ContainerID: c2, ImageID: "r/x@" + bbb, State: waiting("CrashLoopBackOff")}, want: false,
+		},
+		{
+			// The previous container is unknown (the pod ran none): any
+			// container that runs was created from the written spec.
+			name: "written into a pod that ran none", write: write,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v2", PreviousImageID: "r/x@" + aaa, PreviousContainerID: ""},
+			status:   status(c2, "r/x@"+aaa),
 			want:     true,
 		},
+		{name: "as injected, running", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"}, status: status(c1, "r/x@"+aaa), want: true},
 		{
-			// Seed false case (a): the status shows the new tag while the
-			// container still runs what ran before the write.
-			name:     "new tag shown, imageID as before the write",
-			declared: "x:v2",
-			recorded: before,
-			status:   corev1.ContainerStatus{Image: "x:v2", ImageID: "r/x@" + aaa, State: run},
-			want:     false,
+			name: "as injected, still creating", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"},
+			status: corev1.ContainerStatus{State: waiting("ContainerCreating")}, want: false,
 		},
 		{
-			// Seed false case (b): the tag was re-pushed; the status names
-			// the declared tag whichever content runs.
-			name:     "re-pushed tag: same tag, content as before the write",
-			declared: "x:latest",
-			recorded: revision.ContainerState{Name: "exporter", PreviousImageID: "r/x@" + aaa},
-			status:   corev1.ContainerStatus{Image: "x:latest", ImageID: "r/x@" + aaa, State: run},
-			want:     false,
+			// Records written before containerIDs were kept.
+			name: "imageID-only record, imageID changed", recorded: revision.ContainerState{Name: "exporter", Image: "x:v2", PreviousImageID: "r/x@" + aaa},
+			status: status(c2, "docker-pullable://r/x@"+bbb), want: true,
 		},
 		{
-			name:     "status lags: old image and old imageID",
-			declared: "x:v2",
-			recorded: before,
-			status:   corev1.ContainerStatus{Image: "x:v1", ImageID: "r/x@" + aaa, State: run},
-			want:     false,
-		},
-		{
-			// A new reference to the same content: the imageID cannot
-			// change, the pinned digest proves it.
-			name:     "declared digest equals running digest",
-			declared: "x@" + aaa,
-			recorded: before,
-			status:   corev1.ContainerStatus{Image: "x:v1", ImageID: "r/x@" + aaa, State: run},
-			want:     true,
-		},
-		{
-			name:     "declared tag and digest, digest running",
-			declared: "x:v2@" + aaa,
-			recorded: before,
-			status:   corev1.ContainerStatus{ImageID: "r/x@" + aaa, State: run},
-			want:     true,
-		},
-		{
-			name:     "declared digest, bare sha256 imageID of a local import",
-			declared: "x@" + aaa,
-			recorded: before,
-			status:   corev1.ContainerStatus{ImageID: aaa, State: run},
-			want:     true,
-		},
-		{
-			name:     "declared digest differs, imageID as before the write",
-			declared: "x@" + bbb,
-			recorded: before,
-			status:   corev1.ContainerStatus{ImageID: "r/x@" + aaa, State: run},
-			want:     false,
-		},
-		{
-			name:     "bare sha256 imageIDs, changed",
-			declared: "x:v2",
-			recorded: revision.ContainerState{PreviousImageID: aaa},
-			status:   corev1.ContainerStatus{ImageID: bbb, State: run},
-			want:     true,
-		},
-		{
-			name:     "bare sha256 imageIDs, unchanged",
-			declared: "x:v2",
-			recorded: revision.ContainerState{PreviousImageID: aaa},
-			status:   corev1.ContainerStatus{ImageID: aaa, State: run},
-			want:     false,
-		},
-		{
-			name:     "same digest with and without a runtime prefix is no change",
-			declared: "x:v2",
-			recorded: revision.ContainerState{PreviousImageID: "docker-pullable://r/x@" + aaa},
-			status:   corev1.ContainerStatus{ImageID: "r/x@" + aaa, State: run},
-			want:     false,
-		},
-		{
-			name:     "waiting in ErrImagePull",
-			declared: "x:v2",
-			recorded: before,
-			status:   corev1.ContainerStatus{Image: "x:v2", State: waiting("ErrImagePull")},
-			want:     false,
-		},
-		{
-			name:     "waiting in CrashLoopBackOff with the new imageID",
-			declared: "x:v2",
-			recorded: before,
-			status:   corev1.ContainerStatus{Image: "x:v2", ImageID: "r/x@" + bbb, State: waiting("CrashLoopBackOff")},
-			want:     false,
-		},
-		{
-			name:     "terminated",
-			declared: "x:v2",
-			recorded: before,
-			status: corev1.ContainerStatus{ImageID: "r/x@" + bbb, State: corev1.ContainerState{
-				Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
-			want: false,
-		},
-		{
-			name:     "no status yet",
-			declared: "x:v2",
-			recorded: before,
-			want:     false,
-		},
-		{
-			name:     "as injected: no previous imageID, running",
-			declared: "x:v1",
-			recorded: revision.ContainerState{Name: "exporter"},
-			status:   corev1.ContainerStatus{ImageID: "r/x@" + aaa, State: run},
-			want:     true,
-		},
-		{
-			name:     "as injected, still creating",
-			declared: "x:v1",
-			recorded: revision.ContainerState{Name: "exporter"},
-			status:   corev1.ContainerStatus{State: waiting("ContainerCreating")},
-			want:     false,
+			name: "imageID-only record, same image with a runtime prefix", recorded: revision.ContainerState{Name: "exporter", Image: "x:v2", PreviousImageID: "r/x@" + aaa},
+			status: status(c1, "docker-pullable://r/x@"+aaa), want: false,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := UpdateComplete(tt.declared, tt.recorded, tt.status); got != tt.want {
-				t.Errorf("UpdateComplete(%q, %+v, %+v) = %v, want %v", tt.declared, tt.recorded, tt.status, got, tt.want)
+			if got := UpdateComplete(tt.recorded, tt.write, tt.status, tt.observed); got != tt.want {
+				t.Errorf("UpdateComplete(%+v, %+v, %+v, %d) = %v, want %v", tt.recorded, tt.write, tt.status, tt.observed, got, tt.want)
 			}
 		})
 	}

@@ -70,10 +70,11 @@ func injectedPod(name string, set *v1alpha1.SidecarSet) *corev1.Pod {
 
 func running(name, image string) corev1.ContainerStatus {
 	return corev1.ContainerStatus{
-		Name:    name,
-		Image:   image,
-		ImageID: imageID(image),
-		State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+		Name:        name,
+		Image:       image,
+		ImageID:     imageID(image),
+		ContainerID: "containerd://" + name + "-0",
+		State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 	}
 }
 
@@ -101,8 +102,12 @@ func setRecord(pod *corev1.Pod, rec revision.SetState) {
 }
 
 // applyUpdate does what the controller does with a PodUpdate: write the
-// images and the record in one go.
+// images and the record in one go. The apiserver moves the generation on a
+// spec change.
 func applyUpdate(pod *corev1.Pod, u PodUpdate) {
+	if len(u.Containers) > 0 {
+		pod.Generation++
+	}
 	for _, c := range u.Containers {
 		list := pod.Spec.Containers
 		if c.Init {
@@ -131,8 +136,10 @@ func swap(pod *corev1.Pod) bool {
 		for _, c := range lists.spec {
 			for i := range lists.statuses {
 				if lists.statuses[i].Name == c.Name && lists.statuses[i].Image != c.Image {
+					restarts := lists.statuses[i].RestartCount + 1
 					lists.statuses[i] = running(c.Name, c.Image)
-					lists.statuses[i].RestartCount++
+					lists.statuses[i].RestartCount = restarts
+					lists.statuses[i].ContainerID = fmt.Sprintf("containerd://%s-%d", c.Name, restarts)
 					swapped = true
 				}
 			}

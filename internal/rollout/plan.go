@@ -39,6 +39,10 @@ type Budget struct {
 	Name string
 	// DisruptionsAllowed is the budget's status.disruptionsAllowed.
 	DisruptionsAllowed int32
+	// Spent counts the pods of the budget that a rollout, of this set or of
+	// any other, disrupted and that are not back yet (Disrupted): an in-place
+	// write leaves no mark in the budget's status (see Next).
+	Spent int32
 }
 
 // Scope is the partition and maxUnavailable arithmetic over the current
@@ -56,8 +60,8 @@ type Scope struct {
 	// and those of them that are ready.
 	Updated      int
 	UpdatedReady int
-	// MaxUnavailable is how many pods may be Unavailable at once;
-	// Unavailable how many are (any pod, selected or not).
+	// MaxUnavailable is how many pods may be disrupted at once;
+	// Unavailable how many are (Pod.Disrupting, any pod, selected or not).
 	MaxUnavailable int
 	Unavailable    int
 }
@@ -71,6 +75,10 @@ type Plan struct {
 	// Updates or in Held at most once; pods with nothing to do are in
 	// neither.
 	Held []Held
+	// Due counts the candidates the partition lets move now (selected,
+	// upgradable pods not on the latest revision, up to Target), whether
+	// they are written now or wait.
+	Due int
 }
 
 // Action says why a pod is written.
@@ -90,10 +98,11 @@ const (
 type PodUpdate struct {
 	Pod    types.NamespacedName
 	Action Action
-	// WasReady: the pod was ready, so the write took one of maxUnavailable
-	// and one disruption of each of its budgets. A pod that was not ready
-	// takes neither.
-	WasReady bool
+	// Disrupts: the pod was ready and the write changes the image of a
+	// running sidecar, so it took one of maxUnavailable and one disruption of
+	// each of its budgets. A write into a pod that was not ready, or one that
+	// changes no running container, takes neither.
+	Disrupts bool
 	// Containers are the sidecars whose image changes. Empty when only the
 	// record changes (the spec already carries the images, put there by a
 	// hand edit).
@@ -157,25 +166,30 @@ type Held struct {
 // rather than handing it to a pod the partition keeps.
 //
 // maxUnavailable (a count, or a percentage of Matched rounded up; never
-// below 1; default 1): due pods that are not ready are all written at once
-// and take nothing. A ready pod is written only while fewer than
-// maxUnavailable pods are Unavailable (updating, or on the latest revision
-// but not ready), and each one written counts. A pod updated while not
-// ready counts afterwards like any other until it is ready: the rollout
-// cannot tell whether the new revision keeps it from becoming ready.
+// below 1; default 1): a write disrupts a pod when the pod's Ready condition
+// is True and the write changes the image of a running sidecar. Due writes
+// that disrupt nothing (the pod is not ready, or only the record or an
+// ordinary init container changes) are all made at once and take nothing. A
+// disrupting write is made only while fewer than maxUnavailable pods are
+// Disrupting (written while ready, and still updating or on the latest
+// revision but not ready), and each one made counts. A pod written while
+// not ready never counts, neither now nor afterwards while it stays not
+// ready, so never-ready pods cannot hold the ready ones back.
 //
-// PodDisruptionBudgets: a ready pod is written only when each of its budgets
-// still allows a disruption, counting the ones this plan spends and the ones
-// already spent: the budget's Unavailable pods. An in-place write, unlike an
-// eviction, leaves no mark in the budget's status, and the disruption
-// controller sees the pod go unready only after the kubelet restarted the
-// container; until then disruptionsAllowed still counts the pod as healthy,
-// and trusting it would let a second pod go before the first is back. A pod
-// the disruption controller already counts as unready is counted twice this
-// way: the rollout waits for it, never for more than the budget allows.
-// Otherwise the pod waits (HeldByDisruptionBudget) and the next pod is tried.
-// A pod that is not ready is written regardless: it is not among the healthy
-// pods a budget protects, so updating it takes nothing from the budget.
+// PodDisruptionBudgets: a disrupting write is made only when each of the
+// pod's budgets still allows a disruption, counting the ones this plan
+// spends and the ones already spent (Budget.Spent: the budget's pods that
+// any SidecarSet's rollout disrupted and that are not back yet). An
+// in-place write, unlike an eviction, leaves no mark in the budget's status,
+// and the disruption controller sees the pod go unready only after the
+// kubelet restarted the container; until then disruptionsAllowed still
+// counts the pod as healthy, and trusting it would let a second pod go
+// before the first is back. A pod the disruption controller already counts
+// as unready is counted twice this way: the rollout waits for it, never for
+// more than the budget allows. Otherwise the pod waits
+// (HeldByDisruptionBudget) and the next pod is tried. A write that disrupts
+// nothing is made regardless: it takes nothing from the healthy pods a
+// budget protects.
 //
 // Drift (driftPolicy Revert): a drifted pod that is not due for an update
 // gets its recorded images written back (a due update writes the latest
@@ -234,8 +248,9 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 	// Stable: within each readiness group the order stays by name.
-	slices.SortStableFunc(candidates, func(a, b Pod) int { return compareBool(a.Ready, b.Ready) })
+	slices.SortStableFunc(candidates, func(a, b Pod) int { return compareBool(a.PodReady, b.PodReady) })
 	due := candidates[:min(max(scope.Target-scope.Updated, 0), len(candidates))]
+	plan.Due = len(due)
 
 	type item struct {
 		pod    Pod
@@ -283,21 +298,28 @@ func Next(in Input) (Plan, error) {
 
 	slices.SortStableFunc(work, func(a, b item) int {
 		return cmp.Or(
-			compareBool(a.pod.Ready, b.pod.Ready),
+			compareBool(a.pod.PodReady, b.pod.PodReady),
 			compareBool(a.action == ActionUpdate, b.action == ActionUpdate),
 			compareKeys(a.pod.Key, b.pod.Key))
 	})
 	room := scope.MaxUnavailable - scope.Unavailable
 	spent := map[string]int32{}
-	for _, p := range pods {
-		if p.Unavailable() {
-			for _, b := range in.Budgets[p.Key] {
-				spent[b.Name]++
-			}
+	for _, bs := range in.Budgets {
+		for _, b := range bs {
+			spent[b.Name] = b.Spent
 		}
 	}
 	for _, w := range work {
-		if w.pod.Ready {
+		var u PodUpdate
+		if w.action == ActionUpdate {
+			u = updateOf(w.pod, in.Latest)
+		} else {
+			u = revertOf(w.pod)
+		}
+		// Whether the pod is ready is its Ready condition, never whether a
+		// sidecar's completion is proven: a pod whose last update is not
+		// proven complete is still serving, and a write restarts it.
+		if u.Disrupts = w.pod.PodReady && u.restartsRunning(w.pod); u.Disrupts {
 			if room <= 0 {
 				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByMaxUnavailable, fmt.Sprintf(
 					"maxUnavailable %d reached: %s updating or updated but not ready",
@@ -314,24 +336,28 @@ func Next(in Input) (Plan, error) {
 				spent[b.Name]++
 			}
 		}
-		var u PodUpdate
-		if w.action == ActionUpdate {
-			u = updateOf(w.pod, in.Latest)
-		} else {
-			u = revertOf(w.pod)
-		}
-		u.WasReady = w.pod.Ready
 		plan.Updates = append(plan.Updates, u)
 	}
 	sortHeld(plan.Held)
 	return plan, nil
 }
 
+// restartsRunning reports whether u changes the image of a container of p
+// that keeps running, which the kubelet then restarts.
+func (u PodUpdate) restartsRunning(p Pod) bool {
+	for _, ci := range u.Containers {
+		if c, ok := p.container(ci.Name); ok && c.Runs {
+			return true
+		}
+	}
+	return false
+}
+
 // newScope does the arithmetic Next and status.Compute share.
 func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (Scope, error) {
 	sc := Scope{Matched: len(pods)}
 	for _, p := range pods {
-		if p.Unavailable() {
+		if p.Disrupting {
 			sc.Unavailable++
 		}
 		if !selected(p) {
@@ -387,30 +413,46 @@ func exhausted(budgets []Budget, spent map[string]int32) (Budget, bool) {
 	return Budget{}, false
 }
 
-// updateOf writes the latest images into p and records the latest revision.
-// A container whose image changes records its imageID of now as
-// PreviousImageID, against which completion is judged. One whose spec
-// already carries the latest image (a hand edit got there first) is not
-// written; it keeps its PreviousImageID, since the kubelet already acted on
-// that edit.
+// updateOf writes the latest images into p's running sidecars and records
+// the latest revision.
+//
+// An ordinary init container is not written: it ran before the app started
+// and the kubelet never runs it again, so a new image would only make the
+// spec claim what never ran. Its record keeps the image it ran, and its new
+// image reaches new pods only (Pod.StaleInit tells).
+//
+// A container that is not written keeps its record as it was, except that a
+// complete one forgets its previous container: nothing of it is in flight.
+// One whose spec already carries the latest image (a hand edit got there
+// first) is not written either; it keeps what it recorded, since the
+// kubelet already acted on that edit.
 func updateOf(p Pod, latest Latest) PodUpdate {
 	u := PodUpdate{Pod: p.Key, Action: ActionUpdate, State: revision.SetState{
 		Revision:      latest.Name,
 		Hash:          latest.Hash,
 		ImagelessHash: latest.ImagelessHash,
+		Write:         p.Record.Write,
 	}}
 	for _, rc := range p.Record.Containers {
 		c, inSpec := p.container(rc.Name)
 		image, declared := latest.Containers[rc.Name]
-		if inSpec && declared {
+		switch {
+		case !inSpec || !c.Runs:
+		case declared && c.Image != image:
+			rc = written1(c, rc)
 			rc.Image = image
-			if c.Image != image {
-				u.Containers = append(u.Containers, ContainerImage{Name: c.Name, Init: c.Init, Image: image})
-				rc.PreviousImageID = c.ImageID
+			u.Containers = append(u.Containers, ContainerImage{Name: c.Name, Init: c.Init, Image: image})
+		case declared:
+			rc.Image = image
+			fallthrough
+		default:
+			if c.Complete {
+				rc = settled(rc)
 			}
 		}
 		u.State.Containers = append(u.State.Containers, rc)
 	}
+	u.State.Write = writeOf(p, u)
 	return u
 }
 
@@ -422,11 +464,48 @@ func revertOf(p Pod) PodUpdate {
 		if slices.Contains(p.Drifted, rc.Name) {
 			c, _ := p.container(rc.Name)
 			u.Containers = append(u.Containers, ContainerImage{Name: c.Name, Init: c.Init, Image: rc.Image})
-			rc.PreviousImageID = c.ImageID
+			if c.Runs {
+				rc = written1(c, rc)
+			}
 		}
 		u.State.Containers = append(u.State.Containers, rc)
 	}
+	u.State.Write = writeOf(p, u)
 	return u
+}
+
+// written1 records, for a write into c, the container that runs before it.
+// When the last write of c is still in flight, the container that ran before
+// that write is kept: it is the last one known to run a written image, and
+// the kubelet may not have acted on the write in between (A→B→A). A hand
+// edit leaves it unknown what the running container was started from.
+func written1(c Container, rc revision.ContainerState) revision.ContainerState {
+	if written(rc) && !c.Complete {
+		return rc
+	}
+	rc.PreviousContainerID = c.ContainerID
+	rc.PreviousImageID = c.ImageID
+	rc.PreviousImage = ""
+	if c.Complete && c.Image == rc.Image {
+		rc.PreviousImage = rc.Image
+	}
+	return rc
+}
+
+// settled forgets the previous container of a complete one.
+func settled(rc revision.ContainerState) revision.ContainerState {
+	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage = "", "", ""
+	return rc
+}
+
+// writeOf returns the Write of u into p: the generation it makes, and
+// whether it disrupts a ready pod. A write that changes no container leaves
+// the spec, and so the generation, as it was, and keeps the record's Write.
+func writeOf(p Pod, u PodUpdate) *revision.Write {
+	if len(u.Containers) == 0 {
+		return p.Record.Write
+	}
+	return &revision.Write{WasReady: p.PodReady && u.restartsRunning(p), Generation: p.Generation + 1}
 }
 
 func sortHeld(h []Held) {

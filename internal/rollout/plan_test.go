@@ -30,10 +30,11 @@ type opt func(*Pod)
 func mk(name string, opts ...opt) Pod {
 	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v1"}
 	p := Pod{
-		Key:        key(name),
-		Labels:     map[string]string{"app": "db"},
-		Record:     revision.SetState{Revision: setName + "-old", Hash: "old", ImagelessHash: "shape", Containers: []revision.ContainerState{rc}},
-		Containers: []Container{{Name: "exporter", Image: "exporter:v1", ImageID: imageID("exporter:v1"), Recorded: rc, Complete: true}},
+		Key:    key(name),
+		Labels: map[string]string{"app": "db"},
+		Record: revision.SetState{Revision: setName + "-old", Hash: "old", ImagelessHash: "shape", Containers: []revision.ContainerState{rc}},
+		Containers: []Container{{Name: "exporter", Runs: true, ContainerID: containerID(name, 1), Image: "exporter:v1",
+			ImageID: imageID("exporter:v1"), Recorded: rc, Complete: true}},
 		Upgradable: true,
 		PodReady:   true,
 		Ready:      true,
@@ -41,25 +42,41 @@ func mk(name string, opts ...opt) Pod {
 	for _, o := range opts {
 		o(&p)
 	}
+	p.Disrupting = p.Record.Write != nil && p.Record.Write.WasReady && (p.Updating || (p.Updated && !p.PodReady))
 	return p
 }
 
+// containerID is the ID of a pod's n-th container instance.
+func containerID(pod string, n int) string {
+	return fmt.Sprintf("containerd://%s-%d", pod, n)
+}
+
 // updated: on the latest revision, swapped by the kubelet, still ready.
+// It was ready when written.
 func updated(p *Pod) {
-	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1")}
+	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1"),
+		PreviousContainerID: containerID(p.Key.Name, 1), PreviousImage: "exporter:v1"}
 	p.Record = revision.SetState{Revision: planLatest.Name, Hash: planLatest.Hash, ImagelessHash: planLatest.ImagelessHash,
-		Containers: []revision.ContainerState{rc}}
-	p.Containers = []Container{{Name: "exporter", Image: "exporter:v2", ImageID: imageID("exporter:v2"), Recorded: rc, Complete: true}}
+		Write: &revision.Write{WasReady: true, Generation: 2}, Containers: []revision.ContainerState{rc}}
+	p.Containers = []Container{{Name: "exporter", Runs: true, ContainerID: containerID(p.Key.Name, 2), Image: "exporter:v2",
+		ImageID: imageID("exporter:v2"), Recorded: rc, Complete: true}}
 	p.Updated = true
 }
 
-// updating: written to the latest revision, the kubelet has not swapped.
+// updating: written to the latest revision while ready, the kubelet has not
+// swapped.
 func updating(p *Pod) {
 	updated(p)
+	p.Containers[0].ContainerID = containerID(p.Key.Name, 1)
 	p.Containers[0].ImageID = imageID("exporter:v1")
 	p.Containers[0].Complete = false
 	p.Updating = true
 	p.Ready = false
+}
+
+// writtenNotReady: the pod's last write found it not ready.
+func writtenNotReady(p *Pod) {
+	p.Record.Write.WasReady = false
 }
 
 func notReady(p *Pod) {
@@ -185,6 +202,8 @@ func outcomeOf(p Plan) outcome {
 // then a few more.
 func TestNext(t *testing.T) {
 	dbWeb := []Budget{{Name: "db/web", DisruptionsAllowed: 1}}
+	// db/web as the controller passes it while p01 is disrupted.
+	dbWebSpent := []Budget{{Name: "db/web", DisruptionsAllowed: 1, Spent: 1}}
 	tests := []struct {
 		name      string
 		pods      []Pod
@@ -313,7 +332,7 @@ func TestNext(t *testing.T) {
 			name:     "same, p01 updating, db/web still allows 1",
 			pods:     fleet(12, each([]opt{updating}, "p01")),
 			strategy: strategy("0", "3"),
-			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWeb, key("p02"): dbWeb, key("p03"): dbWeb},
+			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWebSpent, key("p02"): dbWebSpent, key("p03"): dbWebSpent},
 			want: outcome{[]string{"p04", "p05"}, held(
 				HeldByDisruptionBudget, "p02", "p03", HeldByMaxUnavailable, podRange(6, 12))},
 		},
@@ -519,11 +538,13 @@ func TestPodUpdates(t *testing.T) {
 			name:  "update writes the changed image only and records the imageID before",
 			input: Input{Latest: latest},
 			want: PodUpdate{
-				Pod: key("p01"), Action: ActionUpdate, WasReady: true,
+				Pod: key("p01"), Action: ActionUpdate, Disrupts: true,
 				Containers: []ContainerImage{{Name: "exporter", Image: "exporter:v2"}},
 				State: revision.SetState{Revision: latest.Name, Hash: latest.Hash, ImagelessHash: latest.ImagelessHash,
+					Write: &revision.Write{WasReady: true, Generation: 1},
 					Containers: []revision.ContainerState{
-						{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1")},
+						{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1"),
+							PreviousContainerID: "containerd://exporter-0", PreviousImage: "exporter:v1"},
 						{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
 					}},
 			},
@@ -532,12 +553,14 @@ func TestPodUpdates(t *testing.T) {
 			name:  "revert writes the recorded image back and keeps the revision",
 			input: revert,
 			want: PodUpdate{
-				Pod: key("p01"), Action: ActionRevertDrift, WasReady: true,
+				Pod: key("p01"), Action: ActionRevertDrift, Disrupts: true,
 				Containers: []ContainerImage{{Name: "shipper", Init: true, Image: "fluent-bit:3.1"}},
 				State: revision.SetState{Revision: revision.Name(setName, &v1.Spec), Hash: revision.Hash(&v1.Spec), ImagelessHash: latest.ImagelessHash,
+					Write: &revision.Write{WasReady: true, Generation: 1},
 					Containers: []revision.ContainerState{
 						{Name: "exporter", Image: "exporter:v1"},
-						{Name: "shipper", Init: true, Image: "fluent-bit:3.1", PreviousImageID: imageID("fluent-bit:debug")},
+						{Name: "shipper", Init: true, Image: "fluent-bit:3.1", PreviousImageID: imageID("fluent-bit:debug"),
+							PreviousContainerID: "containerd://shipper-1"},
 					}},
 			},
 		},

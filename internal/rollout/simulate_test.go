@@ -92,7 +92,7 @@ func (x *sim) tick() bool {
 	var wasReady int
 	var wrote []string
 	for _, u := range plan.Updates {
-		if u.WasReady {
+		if u.Disrupts {
 			wasReady++
 		}
 		wrote = append(wrote, u.Pod.Name)
@@ -101,7 +101,7 @@ func (x *sim) tick() bool {
 	// against the rule and not against itself.
 	var unavailable int
 	for _, p := range pods {
-		if p.Updating || (p.Updated && !p.Ready) {
+		if p.Disrupting {
 			unavailable++
 		}
 	}

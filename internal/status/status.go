@@ -52,22 +52,16 @@ type Input struct {
 	Strategy v1alpha1.UpdateStrategy
 	// Unmanaged counts matched pods that carry no record of the set.
 	Unmanaged int32
-	// Previous is the status the set carries now.
+	// Previous is the status the set carries now; its lastProgressTime is
+	// where the progress deadline runs from.
 	Previous v1alpha1.SidecarSetStatus
-	// Now is the current time; LastProgress is Result.LastProgress of the
-	// previous Compute, zero when unknown (a new set, a restarted manager).
-	Now          metav1.Time
-	LastProgress metav1.Time
+	// Now is the current time.
+	Now metav1.Time
 }
 
-// Result is the computed status and what the controller keeps or does
-// because of it.
+// Result is the computed status and what the controller does because of it.
 type Result struct {
 	Status v1alpha1.SidecarSetStatus
-	// LastProgress is when the rollout last progressed: Now when this call
-	// saw progress (or Input.LastProgress was zero), Input.LastProgress
-	// otherwise. The controller keeps it for the next Compute.
-	LastProgress metav1.Time
 	// RecheckAfter is, for an active rollout not stalled yet, the time left
 	// before its deadline: the controller requeues after it, so Stalled is
 	// set even if nothing else happens. Zero otherwise.
@@ -84,29 +78,39 @@ type Result struct {
 // updatedReadyPods, notUpgradablePods, driftedPods); unmanagedPods is passed
 // in.
 //
-// Complete: the pods updated and ready within updateStrategy.selector reach
-// the target, Selected minus partition (rollout.Scope), and no pod is
-// updating. Under type NotUpdate the target is 0, since no running pod is to
-// move: the rollout is complete once nothing is updating. Being paused does
-// not keep a rollout from being complete.
+// Rollout work is what the rollout still has to do or wait for: candidates
+// the partition lets move (Plan.Due), pods it disrupted that are not back
+// (rollout.Pod.Disrupting), and writes not complete yet in pods that run
+// (rollout.Pod.Updating, not Pending). The rollout is Complete when there is
+// none. What is not rollout work is reported, never waited on: pods that are
+// not ready for reasons of their own (a crash-looping app, a pod written
+// while not ready that stays so, a new pod still Pending), pods that are not
+// upgradable, ordinary init containers whose new image reaches new pods
+// only. Under type NotUpdate only writes still in flight are work. Being
+// paused does not keep a rollout from being complete.
 //
 // Progress is any of:
 //
 //   - the rollout (re)starts: the latest revision is new, or the previous
 //     status did not show it progressing (no status yet, paused, NotUpdate,
 //     complete), except when it showed it stalled;
-//   - updatedPods or updatedReadyPods grew since the previous status;
+//   - updatedPods, readyPods or updatedReadyPods grew since the previous
+//     status;
 //   - the plan writes a pod. A plan never writes the same pod twice for the
 //     same reason (once written it is updated, or no longer drifted), so a
 //     non-empty plan means the planned set changed.
 //
-// Stalled: the rollout is active (RollingUpdate, not paused), not complete,
-// and either progressDeadlineSeconds (default 600) passed since the last
-// progress, or the previous status already showed it stalled and nothing
-// progressed since; the latter keeps a stall across a manager restart, when
-// LastProgress is lost. After the controller pauses a stalled rollout,
+// The deadline clock runs only while there is rollout work, from
+// status.lastProgressTime: kept in the status, it survives a manager
+// restart. Stalled: the rollout is active (RollingUpdate, not paused), has
+// work, and either progressDeadlineSeconds (default 600) passed since the
+// last progress, or the previous status already showed it stalled and
+// nothing progressed since. After the controller pauses a stalled rollout,
 // Stalled stays True (with the message of the moment it stalled) until the
 // rollout is resumed, completes, or gets a new revision.
+//
+// completedRevision is the latest revision once a RollingUpdate rollout is
+// complete, and stays what it was otherwise.
 //
 // The conditions, by state:
 //
@@ -123,9 +127,14 @@ type Result struct {
 //	partition 50%, 3 updated and ready, 1 updating, plan empty,
 //	  last progress 599s ago                             → Progressing True PodsUpdating, RecheckAfter 1s
 //	same, last progress 600s ago                         → Stalled True ProgressDeadlineExceeded, PauseRollout
-//	same, but updatedReadyPods grew from 2 to 3          → progress: LastProgress = now, not stalled
+//	same, but updatedReadyPods grew from 2 to 3          → progress: lastProgressTime = now, not stalled
 //	stalled, then paused by the controller               → Progressing False Paused, Stalled still True, PauseRollout false
-//	paused after a stall, then resumed                   → restart: LastProgress = now, Stalled False
+//	paused after a stall, then resumed                   → restart: lastProgressTime = now, Stalled False
+//	complete, then a new pod's app crash-loops           → still Complete: the rollout did not disrupt it
+//	complete, then a pod written while ready goes unready → Progressing: the rollout cannot tell its sidecar
+//	                                                        from its app, waits for it, and stalls if it stays so
+//	partition 0, 12 updated, 2 of them written while not
+//	  ready and still not ready                          → Complete True "10 of 12 pods updated and ready; 2 updated but not ready"
 //
 // Conditions are set with meta.SetStatusCondition on a copy of the previous
 // ones: LastTransitionTime moves only when a condition's status changes, and
@@ -134,13 +143,15 @@ type Result struct {
 func Compute(in Input) Result {
 	now := in.Now.Rfc3339Copy()
 	sc := in.Plan.Scope
+	prev := in.Previous
 	st := v1alpha1.SidecarSetStatus{
 		ObservedGeneration: in.Generation,
 		LatestRevision:     in.Latest.Name,
 		MatchedPods:        int32(len(in.Pods)),
 		UnmanagedPods:      in.Unmanaged,
+		CompletedRevision:  prev.CompletedRevision,
 	}
-	var updating, updatedNotReady int
+	var c counts
 	for _, p := range in.Pods {
 		if p.Updated {
 			st.UpdatedPods++
@@ -157,23 +168,28 @@ func Compute(in Input) Result {
 		if len(p.Drifted) > 0 {
 			st.DriftedPods++
 		}
+		if len(p.StaleInit) > 0 {
+			c.staleInit++
+		}
 		switch {
 		case p.Updating:
-			updating++
+			c.updating++
 		case p.Updated && !p.Ready:
-			updatedNotReady++
+			c.updatedNotReady++
+		}
+		if p.Disrupting || (p.Updating && !p.Pending) {
+			c.inFlight++
 		}
 	}
 
 	notUpdate := in.Strategy.Type == v1alpha1.NotUpdateStrategy
 	active := !notUpdate && !in.Strategy.Paused
-	target := sc.Target
-	if notUpdate {
-		target = 0
+	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > 0)
+	complete := !work
+	if complete && !notUpdate {
+		st.CompletedRevision = in.Latest.Name
 	}
-	complete := sc.UpdatedReady >= target && updating == 0
 
-	prev := in.Previous
 	prevProgressing := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionProgressing)
 	prevStalled := meta.IsStatusConditionTrue(prev.Conditions, v1alpha1.ConditionStalled)
 	sameRevision := prev.LatestRevision == in.Latest.Name
@@ -181,19 +197,27 @@ func Compute(in Input) Result {
 		(prevProgressing.Status != metav1.ConditionTrue && prevProgressing.Reason != ReasonProgressDeadlineExceeded)
 	progressed := restarted ||
 		st.UpdatedPods > prev.UpdatedPods ||
+		st.ReadyPods > prev.ReadyPods ||
 		st.UpdatedReadyPods > prev.UpdatedReadyPods ||
 		len(in.Plan.Updates) > 0
 
-	res := Result{LastProgress: in.LastProgress}
-	if progressed || res.LastProgress.IsZero() {
-		res.LastProgress = now
-	}
+	res := Result{}
 	deadline := DefaultProgressDeadline
 	if s := in.Strategy.ProgressDeadlineSeconds; s != nil {
 		deadline = time.Duration(*s) * time.Second
 	}
-	left := deadline - now.Sub(res.LastProgress.Time)
-	stalled := active && !complete && (left <= 0 || (prevStalled && !progressed))
+	var left time.Duration
+	if work && active {
+		// The clock runs only while there is work: a set with nothing to do
+		// cannot stall, however long it stays so.
+		last := now
+		if p := prev.LastProgressTime; p != nil && !progressed {
+			last = *p
+		}
+		st.LastProgressTime = &last
+		left = deadline - now.Sub(last.Time)
+	}
+	stalled := active && work && (left <= 0 || (prevStalled && !progressed))
 
 	shown := sc
 	prefix := ""
@@ -202,7 +226,7 @@ func Compute(in Input) Result {
 		shown.Partition = 0
 		prefix = "updateStrategy.type is NotUpdate, running pods keep their revision: "
 	}
-	summary := prefix + summarize(st, shown, updating, updatedNotReady, in.Plan.Held, in.Strategy.Selector != nil)
+	summary := prefix + summarize(st, shown, c, in.Plan.Held, in.Strategy.Selector != nil)
 	var reason, message string
 	switch {
 	case complete:
@@ -244,9 +268,21 @@ func Compute(in Input) Result {
 	return res
 }
 
+// counts are the pod counts the summary tells beside the status fields.
+type counts struct {
+	// updating: a write not complete; updatedNotReady: on the latest
+	// revision, complete, not ready.
+	updating, updatedNotReady int
+	// inFlight: pods the rollout waits for (disrupted, or running with a
+	// write not complete).
+	inFlight int
+	// staleInit: pods whose ordinary init containers ran an older image.
+	staleInit int
+}
+
 // summarize spells the counts for a human, e.g.
 // "6 of 12 pods updated and ready; partition keeps 6; 1 updating".
-func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, updating, updatedNotReady int, held []rollout.Held, selector bool) string {
+func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []rollout.Held, selector bool) string {
 	of := "pods"
 	if selector {
 		of = "selected pods"
@@ -255,11 +291,14 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, updating, updated
 	if sc.Partition > 0 {
 		parts = append(parts, fmt.Sprintf("partition keeps %d", sc.Partition))
 	}
-	if updating > 0 {
-		parts = append(parts, fmt.Sprintf("%d updating", updating))
+	if c.updating > 0 {
+		parts = append(parts, fmt.Sprintf("%d updating", c.updating))
 	}
-	if updatedNotReady > 0 {
-		parts = append(parts, fmt.Sprintf("%d updated but not ready", updatedNotReady))
+	if c.updatedNotReady > 0 {
+		parts = append(parts, fmt.Sprintf("%d updated but not ready", c.updatedNotReady))
+	}
+	if c.staleInit > 0 {
+		parts = append(parts, fmt.Sprintf("%d keep an older init container image (a new one reaches new pods only)", c.staleInit))
 	}
 	if st.NotUpgradablePods > 0 {
 		parts = append(parts, fmt.Sprintf("%d not upgradable (need a recreate)", st.NotUpgradablePods))
@@ -302,6 +341,13 @@ func Equal(a, b v1alpha1.SidecarSetStatus) bool {
 			return false
 		}
 	}
+	// Like LastTransitionTime: the same instant may read back in another
+	// location.
+	if (a.LastProgressTime == nil) != (b.LastProgressTime == nil) ||
+		(a.LastProgressTime != nil && !a.LastProgressTime.Equal(b.LastProgressTime)) {
+		return false
+	}
 	a.Conditions, b.Conditions = nil, nil
+	a.LastProgressTime, b.LastProgressTime = nil, nil
 	return reflect.DeepEqual(a, b)
 }

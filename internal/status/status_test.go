@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
@@ -34,27 +36,38 @@ func ago(d time.Duration) metav1.Time { return metav1.NewTime(nowSec.Add(-d)) }
 // Drifted pods are drifted besides.
 type mix struct {
 	UpdatedReady, Updating, UpdatedNotReady, NotReady, NotUpgradable, Drifted int
+	// WrittenNotReady pods, the last ones before Drifted, are on the latest
+	// revision, written while not ready and still so.
+	WrittenNotReady int
 }
 
 func fleet(total int, m mix) []rollout.Pod {
 	var pods []rollout.Pod
 	for i := range total {
 		p := rollout.Pod{
-			Key:        types.NamespacedName{Namespace: "db", Name: fmt.Sprintf("p%02d", i+1)},
-			Labels:     map[string]string{"app": "db"},
+			Key:    types.NamespacedName{Namespace: "db", Name: fmt.Sprintf("p%02d", i+1)},
+			Labels: map[string]string{"app": "db"},
+			Record: revision.SetState{Revision: "mysql-sidecars-old", Hash: "old", ImagelessHash: "shape",
+				Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v1"}}},
+			Containers: []rollout.Container{{Name: "exporter", Runs: true, Image: "exporter:v1", Complete: true,
+				Recorded: revision.ContainerState{Name: "exporter", Image: "exporter:v1"}}},
 			Upgradable: true, PodReady: true, Ready: true,
 		}
 		switch n := i; {
 		case n < m.UpdatedReady:
 			p.Updated = true
 		case n < m.UpdatedReady+m.Updating:
-			p.Updated, p.Updating, p.Ready = true, true, false
+			// Written while ready, like every pod the rollout wrote here.
+			p.Updated, p.Updating, p.Disrupting, p.Ready = true, true, true, false
 		case n < m.UpdatedReady+m.Updating+m.UpdatedNotReady:
-			p.Updated, p.PodReady, p.Ready = true, false, false
+			p.Updated, p.PodReady, p.Ready, p.Disrupting = true, false, false, true
 		case n < m.UpdatedReady+m.Updating+m.UpdatedNotReady+m.NotReady:
 			p.PodReady, p.Ready = false, false
 		case n < m.UpdatedReady+m.Updating+m.UpdatedNotReady+m.NotReady+m.NotUpgradable:
 			p.Upgradable = false
+		}
+		if i >= total-m.Drifted-m.WrittenNotReady && i < total-m.Drifted {
+			p.Updated, p.PodReady, p.Ready = true, false, false
 		}
 		if i >= total-m.Drifted {
 			p.Drifted = []string{"exporter"}
@@ -128,7 +141,9 @@ func TestCompute(t *testing.T) {
 		budgets      map[types.NamespacedName][]rollout.Budget
 		previous     v1alpha1.SidecarSetStatus
 		lastProgress metav1.Time
-		want         Result
+		// progress is the lastProgressTime wanted, zero for none.
+		progress metav1.Time
+		want     Result
 	}{
 		{
 			name:     "partition 50%, 6 updated and ready: complete",
@@ -140,7 +155,6 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
 					cond{yes, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
 					cond{no, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", hourAgo})),
-				LastProgress: nowSec,
 			},
 		},
 		{
@@ -151,9 +165,9 @@ func TestCompute(t *testing.T) {
 			lastProgress: ago(599 * time.Second),
 			want: Result{
 				Status:       statusOf(12, 4, 11, 3, progressing),
-				LastProgress: ago(599 * time.Second),
 				RecheckAfter: time.Second,
 			},
+			progress: ago(599 * time.Second),
 		},
 		{
 			name:         "same, last progress 600s ago: stalled",
@@ -166,9 +180,9 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonProgressDeadlineExceeded, stallMsg, nowSec},
 					cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo},
 					cond{yes, ReasonProgressDeadlineExceeded, stallMsg, nowSec})),
-				LastProgress: ago(600 * time.Second),
 				PauseRollout: true,
 			},
+			progress: ago(600 * time.Second),
 		},
 		{
 			name:         "same, but updatedReadyPods grew from 2 to 3: progress",
@@ -178,9 +192,9 @@ func TestCompute(t *testing.T) {
 			lastProgress: ago(600 * time.Second),
 			want: Result{
 				Status:       statusOf(12, 4, 11, 3, progressing),
-				LastProgress: nowSec,
 				RecheckAfter: 600 * time.Second,
 			},
+			progress: nowSec,
 		},
 		{
 			name:         "stalled, then paused by the controller: Stalled stays",
@@ -193,7 +207,6 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonPaused, "updateStrategy.paused is true: " + halfway, hourAgo},
 					cond{no, ReasonPaused, "updateStrategy.paused is true: " + halfway, hourAgo},
 					cond{yes, ReasonProgressDeadlineExceeded, stallMsg, hourAgo})),
-				LastProgress: ago(2 * time.Hour),
 			},
 		},
 		{
@@ -210,9 +223,9 @@ func TestCompute(t *testing.T) {
 					cond{yes, ReasonUpdating, halfway, nowSec},
 					cond{no, ReasonUpdating, halfway, hourAgo},
 					cond{no, ReasonUpdating, halfway, nowSec})),
-				LastProgress: nowSec,
 				RecheckAfter: 600 * time.Second,
 			},
+			progress: nowSec,
 		},
 		{
 			name:     "a stall survives a manager restart that lost LastProgress",
@@ -221,9 +234,9 @@ func TestCompute(t *testing.T) {
 			previous: statusOf(12, 4, 11, 3, stalledConds),
 			want: Result{
 				Status:       statusOf(12, 4, 11, 3, stalledConds),
-				LastProgress: nowSec,
 				PauseRollout: true,
 			},
+			progress: nowSec,
 		},
 		{
 			name:     "a new revision while paused after a stall clears Stalled",
@@ -239,7 +252,6 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonPaused, "updateStrategy.paused is true: " + start, hourAgo},
 					cond{no, ReasonPaused, "updateStrategy.paused is true: " + start, hourAgo},
 					cond{no, ReasonPaused, "updateStrategy.paused is true: " + start, nowSec})),
-				LastProgress: nowSec,
 			},
 		},
 		{
@@ -251,9 +263,9 @@ func TestCompute(t *testing.T) {
 					cond{yes, ReasonUpdating, start, nowSec},
 					cond{no, ReasonUpdating, start, nowSec},
 					cond{no, ReasonUpdating, start, nowSec})),
-				LastProgress: nowSec,
 				RecheckAfter: 600 * time.Second,
 			},
+			progress: nowSec,
 		},
 		{
 			name:     "a write is progress even when no count moved",
@@ -267,9 +279,9 @@ func TestCompute(t *testing.T) {
 					cond{yes, ReasonUpdating, "3 of 12 pods updated and ready; partition keeps 6", hourAgo},
 					cond{no, ReasonUpdating, "3 of 12 pods updated and ready; partition keeps 6", hourAgo},
 					cond{no, ReasonUpdating, "3 of 12 pods updated and ready; partition keeps 6", hourAgo})),
-				LastProgress: nowSec,
 				RecheckAfter: 600 * time.Second,
 			},
+			progress: nowSec,
 		},
 		{
 			name: "progressDeadlineSeconds 60",
@@ -287,9 +299,9 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonProgressDeadlineExceeded, "no progress within progressDeadlineSeconds (60s): " + halfway, nowSec},
 					cond{no, ReasonProgressDeadlineExceeded, "no progress within progressDeadlineSeconds (60s): " + halfway, hourAgo},
 					cond{yes, ReasonProgressDeadlineExceeded, "no progress within progressDeadlineSeconds (60s): " + halfway, nowSec})),
-				LastProgress: ago(61 * time.Second),
 				PauseRollout: true,
 			},
+			progress: ago(61 * time.Second),
 		},
 		{
 			name:     "NotUpdate, nothing updating: complete",
@@ -300,7 +312,6 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonComplete, "updateStrategy.type is NotUpdate, running pods keep their revision: 4 of 12 pods updated and ready", nowSec},
 					cond{yes, ReasonComplete, "updateStrategy.type is NotUpdate, running pods keep their revision: 4 of 12 pods updated and ready", nowSec},
 					cond{no, ReasonComplete, "updateStrategy.type is NotUpdate, running pods keep their revision: 4 of 12 pods updated and ready", nowSec})),
-				LastProgress: nowSec,
 			},
 		},
 		{
@@ -312,7 +323,6 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonNotUpdate, "updateStrategy.type is NotUpdate, running pods keep their revision: 0 of 4 pods updated and ready; 1 updating", nowSec},
 					cond{no, ReasonNotUpdate, "updateStrategy.type is NotUpdate, running pods keep their revision: 0 of 4 pods updated and ready; 1 updating", nowSec},
 					cond{no, ReasonNotUpdate, "updateStrategy.type is NotUpdate, running pods keep their revision: 0 of 4 pods updated and ready; 1 updating", nowSec})),
-				LastProgress: nowSec,
 			},
 		},
 		{
@@ -333,9 +343,9 @@ func TestCompute(t *testing.T) {
 						cond{no, ReasonUpdating, "2 of 12 pods updated and ready; 1 updated but not ready; 2 not upgradable (need a recreate); 2 held by a PodDisruptionBudget; 1 drifted", nowSec},
 						cond{no, ReasonUpdating, "2 of 12 pods updated and ready; 1 updated but not ready; 2 not upgradable (need a recreate); 2 held by a PodDisruptionBudget; 1 drifted", nowSec}),
 				},
-				LastProgress: nowSec,
 				RecheckAfter: 600 * time.Second,
 			},
+			progress: nowSec,
 		},
 		{
 			name: "selector: counted within the selected pods",
@@ -356,11 +366,10 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
 					cond{yes, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
 					cond{no, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec})),
-				LastProgress: nowSec,
 			},
 		},
 		{
-			name:     "not upgradable pods keep the target out of reach",
+			name:     "not upgradable pods are reported, not waited on",
 			pods:     fleet(4, mix{UpdatedReady: 3, NotUpgradable: 1}),
 			strategy: rolling("0"),
 			previous: statusOf(4, 3, 4, 3, conds(
@@ -369,14 +378,60 @@ func TestCompute(t *testing.T) {
 			want: Result{
 				Status: func() v1alpha1.SidecarSetStatus {
 					s := statusOf(4, 3, 4, 3, conds(
-						cond{yes, ReasonUpdating, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo},
-						cond{no, ReasonUpdating, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo},
-						cond{no, ReasonUpdating, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo}))
+						cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", nowSec},
+						cond{yes, ReasonComplete, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", nowSec},
+						cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo}))
 					s.NotUpgradablePods = 1
 					return s
 				}(),
-				LastProgress: ago(time.Minute),
-				RecheckAfter: 540 * time.Second,
+			},
+		},
+		{
+			// Defect: pods written while not ready held the rollout for
+			// ever; they are reported, not waited on.
+			name:         "pods written while not ready and still so do not keep it from completing",
+			pods:         fleet(12, mix{UpdatedReady: 10, WrittenNotReady: 2}),
+			strategy:     rolling("0"),
+			previous:     statusOf(12, 12, 10, 10, progressing),
+			lastProgress: ago(time.Hour),
+			want: Result{
+				Status: statusOf(12, 12, 10, 10, conds(
+					cond{no, ReasonComplete, "10 of 12 pods updated and ready; 2 updated but not ready", nowSec},
+					cond{yes, ReasonComplete, "10 of 12 pods updated and ready; 2 updated but not ready", nowSec},
+					cond{no, ReasonComplete, "10 of 12 pods updated and ready; 2 updated but not ready", hourAgo})),
+			},
+		},
+		{
+			// Defect: a stall outside a rollout. A new pod that is not
+			// ready (injected, never written) is no rollout work: no clock,
+			// no stall, however long ago the last progress was.
+			name:         "a complete set with a new pod that is not ready stays complete",
+			pods:         append(fleet(3, mix{UpdatedReady: 3}), rollout.Pod{Key: types.NamespacedName{Namespace: "db", Name: "p04"}, Updated: true, Upgradable: true}),
+			strategy:     rolling("0"),
+			previous:     statusOf(4, 4, 3, 3, conds(cond{no, ReasonComplete, "", hourAgo}, cond{yes, ReasonComplete, "", hourAgo}, cond{no, ReasonComplete, "", hourAgo})),
+			lastProgress: ago(2 * time.Hour),
+			want: Result{
+				Status: statusOf(4, 4, 3, 3, conds(
+					cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo},
+					cond{yes, ReasonComplete, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo},
+					cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo})),
+			},
+		},
+		{
+			// Defect: progress time lived in memory. A restarted manager
+			// reads it from the status and stalls on time.
+			name:         "the deadline runs from lastProgressTime in the status",
+			pods:         fleet(12, mix{UpdatedReady: 3, Updating: 1}),
+			strategy:     rolling("50%"),
+			previous:     statusOf(12, 4, 11, 3, progressing),
+			lastProgress: ago(601 * time.Second),
+			progress:     ago(601 * time.Second),
+			want: Result{
+				Status: statusOf(12, 4, 11, 3, conds(
+					cond{no, ReasonProgressDeadlineExceeded, stallMsg, nowSec},
+					cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo},
+					cond{yes, ReasonProgressDeadlineExceeded, stallMsg, nowSec})),
+				PauseRollout: true,
 			},
 		},
 	}
@@ -386,10 +441,19 @@ func TestCompute(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !tt.lastProgress.IsZero() {
+				tt.previous.LastProgressTime = &tt.lastProgress
+			}
+			if !tt.progress.IsZero() {
+				tt.want.Status.LastProgressTime = &tt.progress
+			}
+			if meta.IsStatusConditionTrue(tt.want.Status.Conditions, v1alpha1.ConditionComplete) && tt.strategy.Type != v1alpha1.NotUpdateStrategy {
+				tt.want.Status.CompletedRevision = latest.Name
+			}
 			previous := tt.previous.DeepCopy()
 			got := Compute(Input{
 				Generation: generation, Latest: latest, Pods: tt.pods, Plan: plan, Strategy: tt.strategy,
-				Unmanaged: tt.unmanaged, Previous: tt.previous, Now: now, LastProgress: tt.lastProgress,
+				Unmanaged: tt.unmanaged, Previous: tt.previous, Now: now,
 			})
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
@@ -430,13 +494,13 @@ func TestComputeIsStable(t *testing.T) {
 	}
 	in := Input{Generation: generation, Latest: latest, Pods: pods, Plan: plan, Strategy: s, Now: now}
 	first := Compute(in)
-	in.Previous, in.LastProgress, in.Now = first.Status, first.LastProgress, metav1.NewTime(now.Add(10*time.Second))
+	in.Previous, in.Now = first.Status, metav1.NewTime(now.Add(10*time.Second))
 	second := Compute(in)
 	if !Equal(first.Status, second.Status) {
 		t.Errorf("second Compute differs:\n%s", cmp.Diff(first.Status, second.Status))
 	}
-	if second.LastProgress != first.LastProgress || second.RecheckAfter != 590*time.Second {
-		t.Errorf("second: LastProgress %v RecheckAfter %v, want %v and 590s", second.LastProgress, second.RecheckAfter, first.LastProgress)
+	if first.Status.LastProgressTime == nil || second.RecheckAfter != 590*time.Second {
+		t.Errorf("first lastProgressTime %v, second RecheckAfter %v, want a time and 590s", first.Status.LastProgressTime, second.RecheckAfter)
 	}
 }
 
