@@ -53,9 +53,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	pods = r.expected(set.Name, pods)
+	// The revisions pods run, and the last completed one, which new pods
+	// get while a stalled rollout is paused (inject.FallbackRevision).
 	inUse := sets.New[string]()
 	for _, p := range pods {
 		inUse.Insert(p.rec.Revision)
+	}
+	if set.Status.CompletedRevision != "" {
+		inUse.Insert(set.Status.CompletedRevision)
 	}
 	if _, err := r.syncRevisions(ctx, set, inUse); err != nil {
 		return ctrl.Result{}, err
@@ -208,7 +214,7 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 		}
 		var disrupted []labels.Set
 		for i := range managed.Items {
-			pod := &managed.Items[i]
+			pod := r.freshest(&managed.Items[i])
 			if !rollout.Active(pod) {
 				continue
 			}
@@ -269,18 +275,18 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan r
 	}
 	wg.Wait()
 	var written []rollout.PodUpdate
+	var names []string
 	for i, u := range plan.Updates {
 		if landed[i] {
 			written = append(written, u)
+			if u.Action != rollout.ActionSettle {
+				names = append(names, u.Pod.String())
+			}
 		}
 	}
-	if len(written) > 0 {
-		names := make([]string, len(written))
-		for i, u := range written {
-			names[i] = u.Pod.String()
-		}
+	if len(names) > 0 {
 		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
-			"updating %d pod(s) in place: %s", len(written), podList(names))
+			"updating %d pod(s) in place: %s", len(names), podList(names))
 	}
 	return written
 }
@@ -305,6 +311,8 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 		images[i] = c.Name + "=" + c.Image
 	}
 	switch u.Action {
+	case rollout.ActionSettle:
+		// Bookkeeping: nothing in the pod changed.
 	case rollout.ActionRevertDrift:
 		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",
 			"SidecarSet %s wrote back %s", set.Name, strings.Join(images, ", "))
@@ -342,7 +350,75 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 	if err := r.Client.Patch(ctx, pod, patch); err != nil {
 		return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(pod), err)
 	}
+	r.expect(set.Name, pod)
 	return nil
+}
+
+// expect remembers pod, as the apiserver returned it from a write of
+// setName's record, until the cache has caught up with it (expected).
+func (r *Reconciler) expect(setName string, pod *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.writes[setName]
+	if m == nil {
+		m = map[types.NamespacedName]*corev1.Pod{}
+		r.writes[setName] = m
+	}
+	m[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
+}
+
+// freshest returns the pod, or the version of it that any SidecarSet's
+// last write made when the cache has not caught up with that write.
+func (r *Reconciler) freshest(pod *corev1.Pod) *corev1.Pod {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for setName, writes := range r.writes {
+		if written, ok := writes[key]; ok {
+			if fresh, caughtUp := rollout.Fresher(pod, written, setName); !caughtUp {
+				pod = fresh
+			}
+		}
+	}
+	return pod
+}
+
+// expected replaces, in pods, every pod whose cached version has not caught
+// up with this controller's last write of it by the pod written
+// (rollout.Fresher), and forgets the writes the cache has caught up with or
+// whose pods are gone.
+func (r *Reconciler) expected(setName string, pods []matched) []matched {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	writes := r.writes[setName]
+	if len(writes) == 0 {
+		return pods
+	}
+	seen := make(map[types.NamespacedName]bool, len(writes))
+	for i, p := range pods {
+		key := types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}
+		written, ok := writes[key]
+		if !ok {
+			continue
+		}
+		seen[key] = true
+		fresh, caughtUp := rollout.Fresher(p.pod, written, setName)
+		if caughtUp {
+			delete(writes, key)
+			continue
+		}
+		state, err := revision.Decode(fresh.Annotations)
+		if err != nil {
+			continue
+		}
+		pods[i] = matched{pod: fresh, rec: state[setName]}
+	}
+	for key := range writes {
+		if !seen[key] {
+			delete(writes, key)
+		}
+	}
+	return pods
 }
 
 // markPods keeps the pod conditions that show, on the pod itself, that it
@@ -736,4 +812,5 @@ func (r *Reconciler) forget(name string) {
 	defer r.mu.Unlock()
 	delete(r.unmanaged, name)
 	delete(r.written, name)
+	delete(r.writes, name)
 }

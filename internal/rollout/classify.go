@@ -32,15 +32,19 @@ type Pod struct {
 	// complete yet (UpdateComplete). Holds for updates and drift reverts
 	// alike, on any revision.
 	Updating bool
-	// Disrupting: the rollout disrupted this pod and it is not back yet. The
-	// pod was ready when it was written (Record.Write.WasReady), and either
-	// the write is still Updating, or the pod is on the latest revision but
-	// not ready: the rollout cannot tell whether the new revision keeps it
-	// from becoming ready. Such pods count against maxUnavailable and
-	// PodDisruptionBudgets. A pod written while not ready never does: it
-	// lost nothing by the write, and it may stay not ready for reasons of its
-	// own.
+	// Disrupting: the rollout disrupted this pod and it is not back yet:
+	// the pod was ready when a write restarted one of its running sidecars
+	// (Record.Write.WasReady), and it has not been seen ready since with
+	// every running sidecar complete. Such pods count against maxUnavailable
+	// and PodDisruptionBudgets. A pod written while not ready never does: it
+	// lost nothing by the write, and it may stay not ready for reasons of
+	// its own.
 	Disrupting bool
+	// Back: the rollout disrupted this pod and it is back, ready with every
+	// running sidecar complete, but its record still says disrupted. The
+	// record is settled (ActionSettle) so that the pod going unready later,
+	// for whatever reason, is not taken for the rollout's disruption.
+	Back bool
 	// Upgradable: the pod differs from the latest revision at most in
 	// images: the record's ImagelessHash is the latest one and every latest
 	// sidecar is both recorded and present in the pod spec. A pod that is
@@ -146,7 +150,9 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 	}
 	p.Ready = p.PodReady && complete
-	p.Disrupting = rec.Write != nil && rec.Write.WasReady && (p.Updating || (p.Updated && !p.PodReady))
+	disrupted := rec.Write != nil && rec.Write.WasReady
+	p.Back = disrupted && p.Ready
+	p.Disrupting = disrupted && !p.Ready
 	return p
 }
 

@@ -90,6 +90,9 @@ const (
 	// ActionRevertDrift writes back the images recorded as last written,
 	// undoing a hand edit, without changing the pod's revision.
 	ActionRevertDrift Action = "RevertDrift"
+	// ActionSettle writes only the record of a pod the rollout disrupted
+	// and that is back (Pod.Back): it is no longer counted as disrupted.
+	ActionSettle Action = "Settle"
 )
 
 // PodUpdate is one pod write: the images of some sidecars and this set's
@@ -171,8 +174,8 @@ type Held struct {
 // that disrupt nothing (the pod is not ready, or only the record or an
 // ordinary init container changes) are all made at once and take nothing. A
 // disrupting write is made only while fewer than maxUnavailable pods are
-// Disrupting (written while ready, and still updating or on the latest
-// revision but not ready), and each one made counts. A pod written while
+// Disrupting (written while ready, and not seen ready since with every
+// running sidecar complete), and each one made counts. A pod written while
 // not ready never counts, neither now nor afterwards while it stays not
 // ready, so never-ready pods cannot hold the ready ones back.
 //
@@ -288,6 +291,14 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 
+	// Settling a pod that is back is bookkeeping, not a rollout step: it
+	// is done paused or not. A pod written now gets a new record anyway.
+	for _, p := range pods {
+		if p.Back && !inWork[p.Key] {
+			plan.Updates = append(plan.Updates, settleOf(p))
+		}
+	}
+
 	if stop, reason, msg := stopped(in.Strategy); stop {
 		for _, w := range work {
 			plan.Held = append(plan.Held, Held{w.pod.Key, reason, msg})
@@ -318,8 +329,10 @@ func Next(in Input) (Plan, error) {
 		}
 		// Whether the pod is ready is its Ready condition, never whether a
 		// sidecar's completion is proven: a pod whose last update is not
-		// proven complete is still serving, and a write restarts it.
-		if u.Disrupts = w.pod.PodReady && u.restartsRunning(w.pod); u.Disrupts {
+		// proven complete is still serving, and a write restarts it. A pod
+		// the rollout disrupted already holds its slot and its budgets'
+		// disruption: writing it again takes nothing more, and keeps them.
+		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts {
 			if room <= 0 {
 				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByMaxUnavailable, fmt.Sprintf(
 					"maxUnavailable %d reached: %s updating or updated but not ready",
@@ -456,6 +469,13 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 	return u
 }
 
+// settleOf records that p, which the rollout disrupted, is back.
+func settleOf(p Pod) PodUpdate {
+	u := PodUpdate{Pod: p.Key, Action: ActionSettle, State: p.Record}
+	u.State.Write = &revision.Write{Generation: p.Record.Write.Generation}
+	return u
+}
+
 // revertOf writes the recorded images back into p's drifted containers.
 func revertOf(p Pod) PodUpdate {
 	u := PodUpdate{Pod: p.Key, Action: ActionRevertDrift, State: p.Record}
@@ -499,13 +519,17 @@ func settled(rc revision.ContainerState) revision.ContainerState {
 }
 
 // writeOf returns the Write of u into p: the generation it makes, and
-// whether it disrupts a ready pod. A write that changes no container leaves
-// the spec, and so the generation, as it was, and keeps the record's Write.
+// whether the pod counts as disrupted by the rollout: it was ready and u
+// restarts a running sidecar, or an earlier write disrupted it and it is
+// not back yet (a write over an update that never came up, such as an undo
+// after a failed pull, must not free the slot that update holds). A write
+// that changes no container leaves the spec, and so the generation, as it
+// was, and keeps the record's Write.
 func writeOf(p Pod, u PodUpdate) *revision.Write {
 	if len(u.Containers) == 0 {
 		return p.Record.Write
 	}
-	return &revision.Write{WasReady: p.PodReady && u.restartsRunning(p), Generation: p.Generation + 1}
+	return &revision.Write{WasReady: p.Disrupting || (p.PodReady && u.restartsRunning(p)), Generation: p.Generation + 1}
 }
 
 func sortHeld(h []Held) {

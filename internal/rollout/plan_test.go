@@ -42,7 +42,8 @@ func mk(name string, opts ...opt) Pod {
 	for _, o := range opts {
 		o(&p)
 	}
-	p.Disrupting = p.Record.Write != nil && p.Record.Write.WasReady && (p.Updating || (p.Updated && !p.PodReady))
+	disrupted := p.Record.Write != nil && p.Record.Write.WasReady
+	p.Disrupting, p.Back = disrupted && !p.Ready, disrupted && p.Ready
 	return p
 }
 
@@ -51,13 +52,13 @@ func containerID(pod string, n int) string {
 	return fmt.Sprintf("containerd://%s-%d", pod, n)
 }
 
-// updated: on the latest revision, swapped by the kubelet, still ready.
-// It was ready when written.
+// updated: on the latest revision, swapped by the kubelet, ready, and its
+// record settled since.
 func updated(p *Pod) {
 	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1"),
 		PreviousContainerID: containerID(p.Key.Name, 1), PreviousImage: "exporter:v1"}
 	p.Record = revision.SetState{Revision: planLatest.Name, Hash: planLatest.Hash, ImagelessHash: planLatest.ImagelessHash,
-		Write: &revision.Write{WasReady: true, Generation: 2}, Containers: []revision.ContainerState{rc}}
+		Write: &revision.Write{Generation: 2}, Containers: []revision.ContainerState{rc}}
 	p.Containers = []Container{{Name: "exporter", Runs: true, ContainerID: containerID(p.Key.Name, 2), Image: "exporter:v2",
 		ImageID: imageID("exporter:v2"), Recorded: rc, Complete: true}}
 	p.Updated = true
@@ -67,6 +68,7 @@ func updated(p *Pod) {
 // swapped.
 func updating(p *Pod) {
 	updated(p)
+	disrupted(p)
 	p.Containers[0].ContainerID = containerID(p.Key.Name, 1)
 	p.Containers[0].ImageID = imageID("exporter:v1")
 	p.Containers[0].Complete = false
@@ -74,9 +76,15 @@ func updating(p *Pod) {
 	p.Ready = false
 }
 
-// writtenNotReady: the pod's last write found it not ready.
-func writtenNotReady(p *Pod) {
+// notDisrupted: the pod's last write found it not ready.
+func notDisrupted(p *Pod) {
 	p.Record.Write.WasReady = false
+}
+
+// disrupted: the pod's last write found it ready, and the record has not
+// been settled since.
+func disrupted(p *Pod) {
+	p.Record.Write.WasReady = true
 }
 
 func notReady(p *Pod) {
@@ -312,13 +320,41 @@ func TestNext(t *testing.T) {
 			want:     outcome{nil, held(HeldByPartition, podRange(9, 12))},
 		},
 		{
-			name: "maxUnavailable 1, p01 p02 updated but not ready: a not-ready candidate still goes",
+			name: "maxUnavailable 1, p01 p02 updated but not ready again yet: a not-ready candidate still goes",
 			pods: fleet(12, merge(
-				each([]opt{updated, notReady}, "p01", "p02"),
+				each([]opt{updated, disrupted, notReady}, "p01", "p02"),
 				each([]opt{notReady}, "p05"))),
 			strategy:  strategy("0", "1"),
 			want:      outcome{[]string{"p05"}, held(HeldByMaxUnavailable, "p03", "p04", podRange(6, 12))},
 			wantScope: &Scope{Matched: 12, Selected: 12, Target: 12, Updated: 2, MaxUnavailable: 1, Unavailable: 2},
+		},
+		{
+			// Defect: a pod back and settled that went unready for reasons
+			// of its own held maxUnavailable for ever.
+			name:     "maxUnavailable 1, p01 updated and settled, now not ready: it holds nothing",
+			pods:     fleet(12, each([]opt{updated, notReady}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
+			name:     "maxUnavailable 1, p01 back but not settled: settle it, and p02 goes",
+			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p01 Settle", "p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
+			// Defect: pods written while not ready held maxUnavailable
+			// afterwards.
+			name:     "maxUnavailable 1, p01 written while not ready, still updating: it holds nothing",
+			pods:     fleet(12, each([]opt{updating, notDisrupted, notReady}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
+			name:     "paused: a pod back is settled all the same",
+			pods:     fleet(3, each([]opt{updated, disrupted}, "p01")),
+			strategy: func() v1alpha1.UpdateStrategy { s := strategy("0", "1"); s.Paused = true; return s }(),
+			want:     outcome{[]string{"p01 Settle"}, held(HeldPaused, "p02", "p03")},
 		},
 		{
 			name:     "maxUnavailable 3, budget db/web over p01..p03 allows 1",
@@ -610,4 +646,39 @@ func TestUpdateAfterHandEditToLatestImage(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after the write (-want +got):\n%s", diff)
 	}
+}
+
+// Cases the model test (TestModel) once found.
+func TestDisruptionKept(t *testing.T) {
+	t.Run("a write over an update that never came up keeps its disruption", func(t *testing.T) {
+		// p01 was written while ready, its new image never pulled; the
+		// set declares another image and p01, not ready, is written again
+		// for free. It must still hold its maxUnavailable slot, or p02
+		// goes beside it.
+		p := mk("p01", updating, notReady)
+		p.Record.Hash, p.Updated = "older", false
+		plan, err := Next(Input{Latest: planLatest, Pods: []Pod{p, mk("p02")}, Strategy: strategy("0", "1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"p01"}, outcomeOf(plan).Updates); diff != "" {
+			t.Fatalf("Updates (-want +got):\n%s", diff)
+		}
+		if u := plan.Updates[0]; u.Disrupts || u.State.Write == nil || !u.State.Write.WasReady {
+			t.Errorf("rewrite of p01: Disrupts %v, Write %+v; want no new disruption and the old one kept", u.Disrupts, u.State.Write)
+		}
+	})
+	t.Run("a pod disrupted by one set stays so while another set keeps it unready", func(t *testing.T) {
+		// s0 restarted its sidecar and the new one runs; the pod is not
+		// ready because another set's sidecar does not start. s0 cannot
+		// tell that from its own doing: the pod is still its disruption.
+		set := testSet("exporter:v1")
+		pod := injectedPod("p01", set)
+		rec := record(pod)
+		rec.Write = &revision.Write{WasReady: true, Generation: 1}
+		setReady(pod, false)
+		if p := Classify(pod, rec, NewLatest(testSet("exporter:v2"))); !p.Disrupting {
+			t.Errorf("Disrupting = false for a pod written while ready and not ready since")
+		}
+	})
 }

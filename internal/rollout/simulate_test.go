@@ -95,7 +95,9 @@ func (x *sim) tick() bool {
 		if u.Disrupts {
 			wasReady++
 		}
-		wrote = append(wrote, u.Pod.Name)
+		if u.Action != ActionSettle {
+			wrote = append(wrote, u.Pod.Name)
+		}
 	}
 	// Counted here rather than taken from plan.Scope, to check Next
 	// against the rule and not against itself.
@@ -113,7 +115,9 @@ func (x *sim) tick() bool {
 		for _, pod := range x.pods {
 			if pod.Name == u.Pod.Name {
 				applyUpdate(pod, u)
-				x.phase[pod.Name] = 1
+				if u.Action != ActionSettle {
+					x.phase[pod.Name] = 1
+				}
 			}
 		}
 	}

@@ -81,7 +81,13 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	for i := range sets.Items {
 		ptrs[i] = &sets.Items[i]
 	}
+	ptrs, fallbacks := m.withFallbacks(ctx, ptrs)
 	res := inject.Inject(pod, ns, ptrs, m.Options)
+	for _, name := range res.Injected {
+		if w, ok := fallbacks[name]; ok {
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
 	if len(res.Injected) == 0 {
 		return admission.Allowed("").WithWarnings(res.Warnings...)
 	}

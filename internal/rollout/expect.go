@@ -1,0 +1,53 @@
+package rollout
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// Fresher returns the view of a pod to judge: cached, the manager's cache
+// of it, or written, the pod as the apiserver returned it from this
+// controller's last write of setName's record, when the cache has not caught
+// up with that write yet. It also reports whether the cache has caught up,
+// after which written can be forgotten.
+//
+// The cache lags the controller's own writes. A reconcile that runs before
+// the write's watch event arrived (a requeue, an event of the SidecarSet or
+// of another pod) would otherwise see the pod as it was before it was
+// written: not updating, so not counted against maxUnavailable, and the next
+// pod would be written beside it. The record the controller wrote tells the
+// two apart: only this controller writes a set's record, so the cache shows
+// it once it has seen the write, or any later version of the pod.
+//
+// Worked cases, the controller wrote record R2 over R1:
+//
+//	cached record R1 (the write not seen yet) → written, not caught up
+//	cached record R2                          → cached, caught up
+//	cached record R2, status newer            → cached, caught up
+//	cached record R2, another set's record new → cached, caught up
+func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
+	if cached.UID != written.UID {
+		// Another pod of the same name: the written one is gone.
+		return cached, true
+	}
+	if recordOf(cached, setName) == recordOf(written, setName) {
+		return cached, true
+	}
+	return written, false
+}
+
+// recordOf returns setName's entry of pod's state annotation, encoded, or
+// the raw annotation when it does not decode.
+func recordOf(pod *corev1.Pod, setName string) string {
+	state, err := revision.Decode(pod.Annotations)
+	if err != nil {
+		return pod.Annotations[v1alpha1.AnnotationState]
+	}
+	rec, ok := state[setName]
+	if !ok {
+		return ""
+	}
+	return revision.Encode(revision.State{setName: rec})
+}

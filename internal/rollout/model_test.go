@@ -1,0 +1,734 @@
+package rollout_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"pgregory.net/rapid"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/rollout"
+	"github.com/sidecarset/sidecarset/internal/status"
+)
+
+// TestModel drives the pure decisions (Classify, Next, Disrupted, Fresher,
+// status.Compute), wired as the controller wires them, against a pure model
+// of the kubelet and of the disruption controller, through random sequences
+// of: kubelet syncs that report the status before acting (as the real one
+// does), budget syncs that lag, reconciles on cache views up to two steps
+// stale with optimistic-lock writes, image changes (new tags, digest pins of
+// the running tag, undo, images that never pull) of regular, native and
+// ordinary init sidecars of up to three overlapping SidecarSets, partition
+// steps, pauses and resumes, and manager restarts that forget every write in
+// flight. After every step it checks:
+//
+//   - each set disrupts at most maxUnavailable ready pods at once;
+//   - no budget has more pods unhealthy than it allows, unless pods that
+//     were never ready already make it so;
+//   - a reconcile moves no more pods to the latest revision than the
+//     partition allows;
+//   - no app container restarts;
+//   - no pod is written twice for one revision while it stays the latest.
+//
+// At the end every image is made good and every set resumed at partition 0:
+// each rollout must complete within a bound, and then nothing more is
+// written, to pods or status.
+//
+// It runs modelChecks cases unless -rapid.checks says otherwise:
+// `go test ./internal/rollout -run TestModel -rapid.checks=100000` runs
+// more. A failing case prints the -rapid.seed that replays it; the cases it
+// found so far are kept as table tests (TestDisruptionKept).
+func TestModel(t *testing.T) {
+	if !flagSet("rapid.checks") {
+		f := flag.Lookup("rapid.checks")
+		if err := f.Value.Set(strconv.Itoa(modelChecks)); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = f.Value.Set(f.DefValue) }()
+	}
+	rapid.Check(t, func(t *rapid.T) { newModel(t).run() })
+}
+
+// modelChecks is how many random cases TestModel runs by default.
+const modelChecks = 1000
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+const (
+	modelNS = "db"
+	// stepTime is how far the clock moves per step.
+	stepTime = 3 * time.Second
+)
+
+type model struct {
+	t       *rapid.T
+	now     time.Time
+	sets    []*mset
+	pods    []*mpod
+	budgets []*mbudget
+	// history holds copies of the pods after each step, newest last: the
+	// cache views reconciles may read.
+	history [][]*corev1.Pod
+	// writes keeps, per set, the pods it wrote, as written (the
+	// controller's memory; a restart forgets it).
+	writes   map[string]map[string]*corev1.Pod
+	instance int
+	rv       int
+}
+
+type mset struct {
+	set            *v1alpha1.SidecarSet
+	maxUnavailable int
+	// written counts, per pod, the updates written for the current latest
+	// revision.
+	written map[string]int
+	latest  string
+}
+
+// mctr is a container as the kubelet runs it.
+type mctr struct {
+	name       string
+	init, runs bool
+	// instance numbers the running container, 0 for none; image is the
+	// image it was started from (or failed to start from, when waiting).
+	instance int
+	image    string
+	waiting  bool
+	// warm counts the syncs until a new container is ready.
+	warm int
+}
+
+type mpod struct {
+	pod        *corev1.Pod
+	ctrs       []*mctr
+	neverReady bool
+	// disrupted names the sets whose write disrupted the pod while it was
+	// ready, until it is ready again with every written image running.
+	disrupted map[string]bool
+	appID     int
+}
+
+type mbudget struct {
+	name           string
+	group          string
+	maxUnavailable int
+	allowed        int32
+}
+
+func content(ref string) string {
+	if i := strings.LastIndex(ref, "@"); i >= 0 {
+		return ref[i+1:]
+	}
+	sum := sha256.Sum256([]byte(ref))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func imageIDOf(ref string) string {
+	repo := ref
+	if i := strings.IndexAny(ref, ":@"); i >= 0 {
+		repo = ref[:i]
+	}
+	return "docker.io/library/" + repo + "@" + content(ref)
+}
+
+func pullFails(ref string) bool { return strings.Contains(ref, "pull-fails") }
+
+var groups = []string{"a", "b", "c"}
+
+func newModel(t *rapid.T) *model {
+	m := &model{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), writes: map[string]map[string]*corev1.Pod{}}
+	nSets := rapid.IntRange(1, 3).Draw(t, "sets")
+	for i := range nSets {
+		name := fmt.Sprintf("s%d", i)
+		b := v1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "g", Operator: metav1.LabelSelectorOpIn,
+				Values: rapid.SliceOfNDistinct(rapid.SampledFrom(groups), 1, 3, rapid.ID[string]).Draw(t, name+"-groups"),
+			}}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-proxy", Image: name + "-proxy:v1"}}},
+		}
+		if rapid.Bool().Draw(t, name+"-native") {
+			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
+				Name: name + "-logs", Image: name + "-logs:v1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}})
+		}
+		if rapid.Bool().Draw(t, name+"-init") {
+			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
+				Name: name + "-schema", Image: name + "-schema:v1"}})
+		}
+		mu := rapid.IntRange(1, 3).Draw(t, name+"-maxUnavailable")
+		b.UpdateStrategy = v1alpha1.UpdateStrategy{
+			MaxUnavailable:          ptr.To(intstr.FromInt32(int32(mu))),
+			ProgressDeadlineSeconds: ptr.To(int32(rapid.IntRange(30, 300).Draw(t, name+"-deadline"))),
+		}
+		set := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}, Spec: b}
+		m.sets = append(m.sets, &mset{set: set, maxUnavailable: mu, written: map[string]int{}, latest: revision.Hash(&set.Spec)})
+	}
+	nPods := rapid.IntRange(2, 10).Draw(t, "pods")
+	for i := range nPods {
+		m.pods = append(m.pods, m.newPod(fmt.Sprintf("p%02d", i), rapid.SampledFrom(groups).Draw(t, "group"),
+			rapid.IntRange(0, 5).Draw(t, "neverReady") == 0))
+	}
+	for i := range rapid.IntRange(0, 2).Draw(t, "budgets") {
+		m.budgets = append(m.budgets, &mbudget{name: fmt.Sprintf("pdb%d", i), group: rapid.SampledFrom(groups).Draw(t, "budget-group"),
+			maxUnavailable: rapid.IntRange(1, 2).Draw(t, "budget-maxUnavailable")})
+	}
+	for _, p := range m.pods {
+		m.sync(p)
+		m.sync(p)
+	}
+	for _, b := range m.budgets {
+		m.syncBudget(b)
+	}
+	m.snapshot()
+	return m
+}
+
+// newPod creates a pod with an app container and every matching set
+// injected, as the webhook does.
+func (m *model) newPod(name, group string, neverReady bool) *mpod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: modelNS, Name: name, UID: types.UID("uid-" + name), Generation: 1,
+			Labels: map[string]string{"g": group}, Annotations: map[string]string{}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "mysql:8"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if neverReady {
+		pod.Spec.Containers[0].Image = "mysql-never-ready:8"
+	}
+	state := revision.State{}
+	for _, s := range m.sets {
+		if !selects(s.set, pod) {
+			continue
+		}
+		rec := revision.SetState{Revision: revision.Name(s.set.Name, &s.set.Spec), Hash: revision.Hash(&s.set.Spec),
+			ImagelessHash: revision.ImagelessHash(&s.set.Spec)}
+		for _, c := range s.set.Spec.Containers {
+			pod.Spec.Containers = append(pod.Spec.Containers, c.Container)
+			rec.Containers = append(rec.Containers, revision.ContainerState{Name: c.Name, Image: c.Image})
+		}
+		for _, c := range s.set.Spec.InitContainers {
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, c.Container)
+			rec.Containers = append(rec.Containers, revision.ContainerState{Name: c.Name, Init: true, Image: c.Image})
+		}
+		state[s.set.Name] = rec
+	}
+	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]bool{}}
+	for _, c := range pod.Spec.InitContainers {
+		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
+	}
+	for _, c := range pod.Spec.Containers {
+		p.ctrs = append(p.ctrs, &mctr{name: c.Name, runs: true})
+	}
+	m.bump(pod)
+	return p
+}
+
+func selects(set *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
+	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	return err == nil && sel.Matches(labels.Set(pod.Labels))
+}
+
+func (m *model) bump(pod *corev1.Pod) {
+	m.rv++
+	pod.ResourceVersion = strconv.Itoa(m.rv)
+}
+
+func specImage(pod *corev1.Pod, name string) string {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// sync is one kubelet sync of a pod: it reports the status of the
+// containers as they are (observedGeneration the pod's generation), then
+// restarts every running container whose spec image changed. What it did
+// shows in the next sync's status.
+func (m *model) sync(p *mpod) {
+	pod := p.pod
+	st := corev1.PodStatus{Phase: corev1.PodRunning, ObservedGeneration: pod.Generation}
+	ready := !p.neverReady
+	for _, c := range p.ctrs {
+		cs := corev1.ContainerStatus{Name: c.name, Image: c.image}
+		switch {
+		case c.init && !c.runs && c.instance > 0:
+			cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.instance), imageIDOf(c.image)
+			cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}
+		case c.waiting:
+			cs.ImageID = imageIDOf(c.image)
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}
+			ready = false
+		case c.instance > 0:
+			cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.instance), imageIDOf(c.image)
+			cs.State.Running = &corev1.ContainerStateRunning{}
+			cs.Ready = c.warm == 0
+			ready = ready && c.warm == 0
+		default:
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+			ready = false
+		}
+		if c.init {
+			st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+		} else {
+			st.ContainerStatuses = append(st.ContainerStatuses, cs)
+		}
+	}
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}
+	pod.Status = st
+	m.bump(pod)
+
+	for _, c := range p.ctrs {
+		want := specImage(pod, c.name)
+		if c.warm > 0 {
+			c.warm--
+		}
+		switch {
+		case c.init && !c.runs:
+			// Ran once, before the app; never again.
+			if c.instance == 0 {
+				m.instance++
+				c.instance, c.image = m.instance, want
+			}
+		case c.instance == 0 && !c.waiting, c.image != want, c.waiting && !pullFails(want):
+			if c.name == "app" && c.instance > 0 {
+				m.t.Fatalf("pod %s: app container restarted (%s → %s)", pod.Name, c.image, want)
+			}
+			c.image = want
+			if pullFails(want) {
+				c.waiting, c.instance = true, 0
+				continue
+			}
+			m.instance++
+			c.instance, c.waiting, c.warm = m.instance, false, 1
+			if c.name == "app" {
+				p.appID = c.instance
+			}
+		}
+	}
+	if m.back(p) {
+		clear(p.disrupted)
+	}
+}
+
+// back reports whether the kubelet runs every written image of p and p is
+// ready.
+func (m *model) back(p *mpod) bool {
+	if p.neverReady {
+		return false
+	}
+	for _, c := range p.ctrs {
+		if c.runs && (c.waiting || c.instance == 0 || c.warm > 0 || c.image != specImage(p.pod, c.name)) {
+			return false
+		}
+	}
+	return true
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// syncBudget is one pass of the disruption controller over a budget.
+func (m *model) syncBudget(b *mbudget) {
+	var total, healthy int
+	for _, p := range m.pods {
+		if p.pod.Labels["g"] == b.group {
+			total++
+			if podReady(p.pod) {
+				healthy++
+			}
+		}
+	}
+	b.allowed = int32(max(0, healthy-(total-b.maxUnavailable)))
+}
+
+func (m *model) snapshot() {
+	view := make([]*corev1.Pod, len(m.pods))
+	for i, p := range m.pods {
+		view[i] = p.pod.DeepCopy()
+	}
+	m.history = append(m.history, view)
+	if len(m.history) > 3 {
+		m.history = m.history[1:]
+	}
+}
+
+// reconcile is the controller's loop for one set over a cache view lag
+// steps old.
+func (m *model) reconcile(s *mset, lag int) {
+	view := m.history[max(len(m.history)-1-lag, 0)]
+	latest := rollout.NewLatest(s.set)
+	latestHashes := map[string]string{}
+	for _, o := range m.sets {
+		latestHashes[o.set.Name] = revision.Hash(&o.set.Spec)
+	}
+	// The cache view with this controller's writes it has not shown yet.
+	fresh := make([]*corev1.Pod, len(view))
+	for i, pod := range view {
+		fresh[i] = pod
+		for setName, writes := range m.writes {
+			if w, ok := writes[pod.Name]; ok {
+				if f, caughtUp := rollout.Fresher(pod, w, setName); !caughtUp {
+					fresh[i] = f
+				} else if setName == s.set.Name {
+					delete(writes, pod.Name)
+				}
+			}
+		}
+	}
+	var pods []rollout.Pod
+	byName := map[string]*corev1.Pod{}
+	for _, pod := range fresh {
+		state, err := revision.Decode(pod.Annotations)
+		if err != nil {
+			m.t.Fatalf("pod %s: %v", pod.Name, err)
+		}
+		rec, ok := state[s.set.Name]
+		if !ok || !selects(s.set, pod) {
+			continue
+		}
+		pods = append(pods, rollout.Classify(pod, rec, latest))
+		byName[pod.Name] = pod
+	}
+	budgets := map[types.NamespacedName][]rollout.Budget{}
+	for _, b := range m.budgets {
+		rb := rollout.Budget{Name: modelNS + "/" + b.name, DisruptionsAllowed: b.allowed}
+		for _, pod := range fresh {
+			state, _ := revision.Decode(pod.Annotations)
+			if pod.Labels["g"] == b.group && rollout.Disrupted(pod, state, latestHashes) {
+				rb.Spent++
+			}
+		}
+		for _, pod := range fresh {
+			if pod.Labels["g"] == b.group {
+				key := types.NamespacedName{Namespace: modelNS, Name: pod.Name}
+				budgets[key] = append(budgets[key], rb)
+			}
+		}
+	}
+	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: s.set.Spec.UpdateStrategy,
+		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets})
+	if err != nil {
+		m.t.Fatalf("Next: %v", err)
+	}
+	onLatest := func() int {
+		n := 0
+		for _, p := range m.pods {
+			state, _ := revision.Decode(p.pod.Annotations)
+			if rec, ok := state[s.set.Name]; ok && rec.Hash == latest.Hash {
+				n++
+			}
+		}
+		return n
+	}
+	before := onLatest()
+
+	var landed []rollout.PodUpdate
+	for _, u := range plan.Updates {
+		if m.write(s, byName[u.Pod.Name], u) {
+			landed = append(landed, u)
+		}
+	}
+	if after := onLatest(); after > max(plan.Scope.Target, before) {
+		m.t.Fatalf("%s: %d pods on the latest revision after the reconcile, partition allows %d (were %d)",
+			s.set.Name, after, plan.Scope.Target, before)
+	}
+	plan.Updates = landed
+	res := status.Compute(status.Input{Generation: s.set.Generation, Latest: latest, Pods: pods, Plan: plan,
+		Strategy: s.set.Spec.UpdateStrategy, Previous: s.set.Status, Now: metav1.NewTime(m.now)})
+	s.set.Status = res.Status
+	if res.PauseRollout {
+		s.set.Spec.UpdateStrategy.Paused = true
+		s.set.Generation++
+	}
+}
+
+// write applies one PodUpdate to the live pod, if it has not changed since
+// the view (optimistic lock), and keeps the ground truth.
+func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
+	var p *mpod
+	for _, mp := range m.pods {
+		if mp.pod.Name == u.Pod.Name {
+			p = mp
+		}
+	}
+	if p.pod.ResourceVersion != viewed.ResourceVersion {
+		return false
+	}
+	pod := p.pod
+	restartsRunning := false
+	for _, c := range u.Containers {
+		list := pod.Spec.Containers
+		if c.Init {
+			list = pod.Spec.InitContainers
+		}
+		for i := range list {
+			if list[i].Name == c.Name && list[i].Image != c.Image {
+				if list[i].Name == "app" {
+					m.t.Fatalf("%s wrote the app container of %s", s.set.Name, pod.Name)
+				}
+				list[i].Image = c.Image
+				restartsRunning = restartsRunning || !c.Init || list[i].RestartPolicy != nil
+			}
+		}
+	}
+	if len(u.Containers) > 0 {
+		pod.Generation++
+	}
+	state, _ := revision.Decode(pod.Annotations)
+	state[s.set.Name] = u.State
+	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	m.bump(pod)
+	if m.writes[s.set.Name] == nil {
+		m.writes[s.set.Name] = map[string]*corev1.Pod{}
+	}
+	m.writes[s.set.Name][pod.Name] = pod.DeepCopy()
+
+	if restartsRunning && podReady(pod) {
+		p.disrupted[s.set.Name] = true
+	}
+	if u.Action == rollout.ActionUpdate && len(u.Containers) > 0 {
+		s.written[pod.Name]++
+		if s.written[pod.Name] > 1 {
+			m.t.Fatalf("%s wrote %s twice for revision %s", s.set.Name, pod.Name, u.State.Revision)
+		}
+	}
+	return true
+}
+
+// check asserts the invariants that hold after every step.
+func (m *model) check() {
+	for _, s := range m.sets {
+		var disrupted []string
+		for _, p := range m.pods {
+			if p.disrupted[s.set.Name] {
+				disrupted = append(disrupted, p.pod.Name)
+			}
+		}
+		if len(disrupted) > s.maxUnavailable {
+			m.t.Fatalf("%s disrupts %v at once, maxUnavailable %d", s.set.Name, disrupted, s.maxUnavailable)
+		}
+	}
+	for _, b := range m.budgets {
+		var unhealthy []string
+		neverReady := 0
+		for _, p := range m.pods {
+			if p.pod.Labels["g"] != b.group {
+				continue
+			}
+			if p.neverReady {
+				neverReady++
+			}
+			if p.neverReady || len(p.disrupted) > 0 {
+				unhealthy = append(unhealthy, p.pod.Name)
+			}
+		}
+		if len(unhealthy) > max(b.maxUnavailable, neverReady) {
+			m.t.Fatalf("budget %s (maxUnavailable %d): %v unhealthy at once", b.name, b.maxUnavailable, unhealthy)
+		}
+	}
+}
+
+// setImage declares a new image for one of s's sidecars.
+func (m *model) setImage(s *mset) {
+	spec := &s.set.Spec
+	all := len(spec.Containers) + len(spec.InitContainers)
+	i := rapid.IntRange(0, all-1).Draw(m.t, "container")
+	c := &spec.Containers[0].Container
+	if i > 0 {
+		c = &spec.InitContainers[i-1].Container
+	}
+	version := rapid.SampledFrom([]string{"v1", "v2", "v3"}).Draw(m.t, "version")
+	switch rapid.IntRange(0, 3).Draw(m.t, "image-kind") {
+	case 0:
+		// A digest pin of the tag: the same content, a new reference.
+		c.Image = c.Name + "@" + content(c.Name+":"+version)
+	case 1:
+		c.Image = c.Name + "-pull-fails:" + version
+	default:
+		c.Image = c.Name + ":" + version
+	}
+	m.specChanged(s)
+}
+
+func (m *model) specChanged(s *mset) {
+	s.set.Generation++
+	if h := revision.Hash(&s.set.Spec); h != s.latest {
+		s.latest = h
+		clear(s.written)
+	}
+}
+
+func (m *model) step() {
+	m.now = m.now.Add(stepTime)
+	switch rapid.IntRange(0, 9).Draw(m.t, "action") {
+	case 0, 1, 2:
+		m.sync(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
+	case 3:
+		for _, p := range m.pods {
+			m.sync(p)
+		}
+	case 4, 5:
+		m.reconcile(rapid.SampledFrom(m.sets).Draw(m.t, "set"), rapid.IntRange(0, 2).Draw(m.t, "lag"))
+	case 6:
+		if len(m.budgets) > 0 {
+			m.syncBudget(rapid.SampledFrom(m.budgets).Draw(m.t, "budget"))
+		}
+	case 7:
+		m.setImage(rapid.SampledFrom(m.sets).Draw(m.t, "set"))
+	case 8:
+		s := rapid.SampledFrom(m.sets).Draw(m.t, "set")
+		switch rapid.IntRange(0, 2).Draw(m.t, "strategy") {
+		case 0:
+			s.set.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString(rapid.SampledFrom([]string{"0%", "50%", "100%"}).Draw(m.t, "partition")))
+		case 1:
+			s.set.Spec.UpdateStrategy.Paused = !s.set.Spec.UpdateStrategy.Paused
+		case 2:
+			s.set.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(int32(rapid.IntRange(0, len(m.pods)).Draw(m.t, "partition"))))
+		}
+		m.specChanged(s)
+	case 9:
+		// A manager restart: the memory of writes is gone, and the new
+		// cache starts from a fresh list.
+		clear(m.writes)
+		m.history = m.history[len(m.history)-1:]
+	}
+	m.snapshot()
+	m.check()
+}
+
+func (m *model) run() {
+	for range rapid.IntRange(1, 120).Draw(m.t, "steps") {
+		m.step()
+	}
+	m.finish()
+}
+
+// finish makes every image good and every rollout go to the end, with fresh
+// views and budgets that can allow a disruption, and checks that each
+// completes and then stays quiet.
+func (m *model) finish() {
+	for _, s := range m.sets {
+		for i := range s.set.Spec.Containers {
+			c := &s.set.Spec.Containers[i]
+			c.Image = c.Name + ":final"
+		}
+		for i := range s.set.Spec.InitContainers {
+			c := &s.set.Spec.InitContainers[i]
+			c.Image = c.Name + ":final"
+		}
+		s.set.Spec.UpdateStrategy.Paused = false
+		s.set.Spec.UpdateStrategy.Partition = nil
+		m.specChanged(s)
+	}
+	m.budgets = slices.DeleteFunc(m.budgets, func(b *mbudget) bool {
+		n := 0
+		for _, p := range m.pods {
+			if p.pod.Labels["g"] == b.group && p.neverReady {
+				n++
+			}
+		}
+		return n >= b.maxUnavailable
+	})
+	round := func() {
+		m.now = m.now.Add(stepTime)
+		for _, p := range m.pods {
+			m.sync(p)
+		}
+		for _, b := range m.budgets {
+			m.syncBudget(b)
+		}
+		m.snapshot()
+		for _, s := range m.sets {
+			m.reconcile(s, 0)
+			m.snapshot()
+		}
+		m.check()
+	}
+	done := func() bool {
+		for _, s := range m.sets {
+			if !isTrue(s.set.Status.Conditions, v1alpha1.ConditionComplete) || s.set.Status.ObservedGeneration != s.set.Generation {
+				return false
+			}
+		}
+		for _, p := range m.pods {
+			if !p.neverReady && (!m.back(p) || !podReady(p.pod)) {
+				return false
+			}
+		}
+		return true
+	}
+	bound := 4*len(m.pods)*len(m.sets) + 20
+	for i := 0; !done(); i++ {
+		if i == bound {
+			var st []string
+			for _, s := range m.sets {
+				st = append(st, fmt.Sprintf("%s paused=%v %+v", s.set.Name, s.set.Spec.UpdateStrategy.Paused, s.set.Status.Conditions))
+			}
+			m.t.Fatalf("good images did not roll out within %d rounds:\n%s", bound, strings.Join(st, "\n"))
+		}
+		round()
+	}
+	statuses := make([]v1alpha1.SidecarSetStatus, len(m.sets))
+	rvs := make([]string, len(m.pods))
+	for i, s := range m.sets {
+		statuses[i] = s.set.Status
+	}
+	round()
+	for i, p := range m.pods {
+		rvs[i] = p.pod.Annotations[v1alpha1.AnnotationState]
+	}
+	for range 3 {
+		round()
+	}
+	for i, s := range m.sets {
+		if !status.Equal(statuses[i], s.set.Status) {
+			m.t.Fatalf("%s: status still changes once complete: %+v → %+v", s.set.Name, statuses[i], s.set.Status)
+		}
+	}
+	for i, p := range m.pods {
+		if got := p.pod.Annotations[v1alpha1.AnnotationState]; got != rvs[i] {
+			m.t.Fatalf("pod %s still written once complete", p.pod.Name)
+		}
+	}
+}
+
+func isTrue(conds []metav1.Condition, t string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
