@@ -328,24 +328,10 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // stale the apiserver refuses it, so a pod is never written twice from one
 // stale view.
 func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
-	pod := cached.DeepCopy()
-	for _, c := range u.Containers {
-		list := pod.Spec.Containers
-		if c.Init {
-			list = pod.Spec.InitContainers
-		}
-		for i := range list {
-			if list[i].Name == c.Name {
-				list[i].Image = c.Image
-			}
-		}
-	}
-	state, err := revision.Decode(pod.Annotations)
+	pod, err := rollout.Apply(cached, set.Name, u)
 	if err != nil {
-		return fmt.Errorf("decode state of %s: %w", klog.KObj(pod), err)
+		return err
 	}
-	state[set.Name] = u.State
-	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
 	if err := r.Client.Patch(ctx, pod, patch); err != nil {
 		return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(pod), err)
@@ -588,7 +574,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	}
 	// After the write: a failed one is retried, and would tell the same
 	// transition twice.
-	r.rolloutEvents(prev, res.Status, set)
+	for _, e := range status.Events(prev, res.Status) {
+		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, e.Reason, "Rollout", "%s", e.Message)
+	}
 	if res.PauseRollout {
 		paused, err := r.pause(ctx, set, judged, res.Status)
 		if err != nil {
@@ -628,21 +616,6 @@ func statusPatch(st v1alpha1.SidecarSetStatus) ([]byte, error) {
 		return nil, fmt.Errorf("encode status: %w", err)
 	}
 	return body, nil
-}
-
-// rolloutEvents tells, on set, when a rollout starts or completes: the
-// transitions between the previous status and the next. (A stall is told
-// by pause.)
-func (r *Reconciler) rolloutEvents(prev, next v1alpha1.SidecarSetStatus, set *v1alpha1.SidecarSet) {
-	if prev.LatestRevision != "" && prev.LatestRevision != next.LatestRevision {
-		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStarted, "Rollout",
-			"revision %s: %d matched pod(s) on other revisions", next.LatestRevision, next.MatchedPods-next.UpdatedPods)
-	}
-	if c := meta(next, v1alpha1.ConditionComplete); c != nil && c.Status == metav1.ConditionTrue {
-		if p := meta(prev, v1alpha1.ConditionComplete); p == nil || p.Status != metav1.ConditionTrue || prev.LatestRevision != next.LatestRevision {
-			r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutComplete, "Rollout", "%s", c.Message)
-		}
-	}
 }
 
 // pause sets updateStrategy.paused on a stalled rollout, so that it stays

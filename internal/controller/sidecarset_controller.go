@@ -25,6 +25,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/status"
 )
 
 // Event reasons.
@@ -34,9 +35,9 @@ const (
 	ReasonDriftReverted       = "DriftReverted"
 	ReasonDrifted             = "SidecarDrifted"
 	ReasonNotUpgradable       = "PodsNotUpgradable"
-	ReasonRolloutStarted      = "RolloutStarted"
+	ReasonRolloutStarted      = status.EventRolloutStarted
 	ReasonRolloutStep         = "RolloutStep"
-	ReasonRolloutComplete     = "RolloutComplete"
+	ReasonRolloutComplete     = status.EventRolloutComplete
 	ReasonRolloutStalled      = "RolloutStalled"
 	ReasonCorruptState        = "CorruptState"
 	ReasonAdopted             = "Adopted"

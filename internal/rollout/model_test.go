@@ -486,29 +486,28 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	if p.pod.ResourceVersion != viewed.ResourceVersion {
 		return false
 	}
-	pod := p.pod
-	restartsRunning := false
-	for _, c := range u.Containers {
-		list := pod.Spec.Containers
-		if c.Init {
-			list = pod.Spec.InitContainers
-		}
-		for i := range list {
-			if list[i].Name == c.Name && list[i].Image != c.Image {
-				if list[i].Name == "app" {
-					m.t.Fatalf("%s wrote the app container of %s", s.set.Name, pod.Name)
-				}
-				list[i].Image = c.Image
-				restartsRunning = restartsRunning || !c.Init || list[i].RestartPolicy != nil
+	written, err := rollout.Apply(p.pod, s.set.Name, u)
+	if err != nil {
+		m.t.Fatalf("Apply: %v", err)
+	}
+	restartsRunning, changed := false, false
+	for _, c := range slices.Concat(written.Spec.InitContainers, written.Spec.Containers) {
+		if was := specImage(p.pod, c.Name); was != c.Image {
+			if c.Name == "app" {
+				m.t.Fatalf("%s wrote the app container of %s", s.set.Name, p.pod.Name)
 			}
+			changed = true
+			restartsRunning = restartsRunning || c.RestartPolicy != nil || !slices.ContainsFunc(written.Spec.InitContainers,
+				func(ic corev1.Container) bool { return ic.Name == c.Name })
 		}
 	}
-	if len(u.Containers) > 0 {
-		pod.Generation++
+	if changed {
+		written.Generation++
 	}
-	state, _ := revision.Decode(pod.Annotations)
-	state[s.set.Name] = u.State
-	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	// The live pod keeps the status the kubelet last wrote.
+	written.Status = p.pod.Status
+	p.pod = written
+	pod := written
 	m.bump(pod)
 	if m.writes[s.set.Name] == nil {
 		m.writes[s.set.Name] = map[string]*corev1.Pod{}

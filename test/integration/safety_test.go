@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,30 @@ func (f *fixture) watchNotReady() *watcher {
 		}
 		return n
 	})
+}
+
+// watchStatusAgainstPods keeps the largest value of count seen over the
+// set's status and the pods, the pods read after the status: what the
+// status says, the pods had done by then.
+func (f *fixture) watchStatusAgainstPods(count func(v1alpha1.SidecarSetStatus, []corev1.Pod) int) *watcher {
+	ctx, cancel := context.WithCancel(f.t.Context())
+	w := &watcher{stop: cancel, stopped: make(chan struct{})}
+	go func() {
+		defer close(w.stopped)
+		for ctx.Err() == nil {
+			set := &v1alpha1.SidecarSet{}
+			var list corev1.PodList
+			if env.Client.Get(ctx, client.ObjectKey{Name: f.set}, set) == nil &&
+				env.Client.List(ctx, &list, client.InNamespace(f.ns)) == nil {
+				n := count(set.Status, list.Items)
+				w.mu.Lock()
+				w.max = max(w.max, n)
+				w.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return w
 }
 
 // complete reports whether the status says Complete with every matched pod
@@ -94,12 +119,31 @@ func TestDigestPin(t *testing.T) {
 	id := containerStatus(f.pod("p01"), "exporter").ImageID
 	pinned := "exporter@" + id[strings.LastIndex(id, "@")+1:]
 	w := f.watchNotReady()
+	// The status never counts more pods updated and ready than have
+	// really restarted their exporter and are ready again.
+	old := f.getSet().Status.LatestRevision
+	overcount := f.watchStatusAgainstPods(func(st v1alpha1.SidecarSetStatus, ps []corev1.Pod) int {
+		if st.LatestRevision == old {
+			// Not judged against the pinned revision yet.
+			return 0
+		}
+		done := 0
+		for _, p := range ps {
+			if containerStatus(&p, "exporter").RestartCount > 0 && podReady(&p) {
+				done++
+			}
+		}
+		return int(st.UpdatedReadyPods) - done
+	})
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = pinned })
 	f.waitStatus("complete on the pinned image", func(s v1alpha1.SidecarSetStatus) bool {
 		return complete(pods)(s) && countImage(f.pods(), pinned) == pods
 	})
 	if got := w.Max(); got > 1 {
 		t.Errorf("%d pods not ready at once, more than maxUnavailable 1\n%s", got, f.describe())
+	}
+	if got := overcount.Max(); got > 0 {
+		t.Errorf("status counted %d pod(s) updated and ready before their exporter restarted", got)
 	}
 	for name, n := range restarts(f.pods(), "exporter") {
 		if n != 1 {

@@ -37,8 +37,20 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	testenv.SetLogger()
+	opts := stack.TestOptions()
+	// Simulated nodes that act at once hide races; make test runs the
+	// suite a second time with image pulls and container starts that take
+	// this long.
+	if d := os.Getenv("SIDECARSET_SIM_DELAY"); d != "" {
+		delay, err := time.ParseDuration(d)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "SIDECARSET_SIM_DELAY: %v\n", err)
+			return 1
+		}
+		opts.Sim.PullDelay, opts.Sim.StartDelay = delay, delay/2
+	}
 	var err error
-	sys, err = stack.Start(context.Background(), stack.TestOptions())
+	sys, err = stack.Start(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,0 +1,43 @@
+package rollout
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// Apply returns a copy of pod with u written into it: the images of u's
+// containers, found by name in spec.containers or spec.initContainers, and
+// setName's entry of the state annotation replaced by u.State, the entries
+// of other SidecarSets kept. Images and record go into one write, so the
+// record never disagrees with the spec. pod itself is not modified.
+//
+// It fails when the pod's state annotation does not decode: writing a record
+// over it would lose the other sets' records.
+func Apply(pod *corev1.Pod, setName string, u PodUpdate) (*corev1.Pod, error) {
+	out := pod.DeepCopy()
+	for _, c := range u.Containers {
+		list := out.Spec.Containers
+		if c.Init {
+			list = out.Spec.InitContainers
+		}
+		for i := range list {
+			if list[i].Name == c.Name {
+				list[i].Image = c.Image
+			}
+		}
+	}
+	state, err := revision.Decode(out.Annotations)
+	if err != nil {
+		return nil, fmt.Errorf("decode state of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	state[setName] = u.State
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	return out, nil
+}
