@@ -236,13 +236,12 @@ func TestNoStallOutsideRollout(t *testing.T) {
 	pending.Spec.NodeName = "no-such-node"
 	f.createPod(pending)
 	f.waitStatus("both new pods matched", func(s v1alpha1.SidecarSetStatus) bool { return s.MatchedPods == pods+2 })
-	time.Sleep(5 * time.Second)
-	st := f.getSet().Status
-	if c := condition(st, v1alpha1.ConditionStalled); c != metav1.ConditionFalse {
-		t.Errorf("Stalled %s with no rollout under way, want False: %+v", c, st.Conditions)
-	}
-	if f.getSet().Spec.UpdateStrategy.Paused {
-		t.Fatalf("the set paused itself with no rollout under way")
+	// Three times the deadline: a clock that ran would have stalled by now.
+	for end := time.Now().Add(9 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		set := f.getSet()
+		if c := condition(set.Status, v1alpha1.ConditionStalled); c != metav1.ConditionFalse || set.Spec.UpdateStrategy.Paused {
+			t.Fatalf("Stalled %s, paused %v with no rollout under way: %+v", c, set.Spec.UpdateStrategy.Paused, set.Status.Conditions)
+		}
 	}
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
 	f.waitPods("the ready pods updated", func(ps []corev1.Pod) bool { return countImage(ps[:pods], "exporter:v2") == pods })
