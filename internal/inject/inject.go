@@ -12,6 +12,31 @@
 // Matches's business; a pod annotated sidecarset.dev/inject: "false" and a
 // set with injectionStrategy.paused get nothing.
 //
+// # Per-pod checks
+//
+// A set that matches is also left out of a pod, whole, when injecting it
+// would make this pod's creation fail (or a container of it fail to start)
+// where the pod would succeed without it:
+//
+//   - a sidecar mounts a volume (volumeMounts or volumeDevices) that neither
+//     the pod nor the set declares;
+//   - a sidecar port clashes with one of a container running beside it (see
+//     portClash): the same containerPort, the same hostPort, or a hostPort
+//     other than the containerPort in a hostNetwork pod;
+//   - the namespace enforces a Pod Security level (its label
+//     pod-security.kubernetes.io/enforce and -version) that the pod meets
+//     without the set and violates with it, judged by the apiserver's own
+//     checks from k8s.io/pod-security-admission.
+//
+// Such a set is listed in Result.Skipped with the reason and in the pod's
+// sidecarset.dev/skipped annotation, and the pod is created without it. The
+// checks see the pod with the sets taken before, so of two sets that clash
+// with each other the later by name is left out. What is wrong with a set
+// whatever the pod (a field the apiserver's pod validation refuses) is for
+// validation to refuse; a ResourceQuota that demands limits is not checked
+// here: whether it applies depends on its scopes and on the namespace's
+// LimitRanges, which only the apiserver sees whole.
+//
 // # Placement
 //
 // SidecarSets are taken in name order, and each set's containers in declared
@@ -54,11 +79,16 @@
 // A set already in the pod's state is never injected again, whatever its
 // revision: the webhook is reinvoked (reinvocationPolicy IfNeeded) on pods
 // it has already injected, and moving a running pod to a newer revision is
-// the controller's job. A state annotation that cannot be read is treated as
-// empty, with a warning; if a set is then injected, the new state replaces
-// it, and if not, the pod keeps it untouched. Containers injected before the
-// record was lost are still in the pod, so the name rule above keeps them
-// from being injected twice.
+// the controller's job. An entry whose containers are not all in the pod
+// spec (as recorded, init or not) is stale: a template copied from a running
+// pod carries the annotation without the sidecars. It is dropped, with a
+// warning, and the set is injected afresh; a reinvoked pod holds the
+// containers its entries name, so they stay. A pod left with no entry loses
+// the records and the managed label. A state annotation that cannot be read
+// is treated as empty, with a warning; if a set is then injected, the new
+// state replaces it, and if not, the pod keeps it untouched. Containers
+// injected before the record was lost are still in the pod, so the name rule
+// above keeps them from being injected twice.
 //
 // # Warnings
 //
@@ -70,6 +100,10 @@
 // warning names the containers that change the pod's QoS class, computed as
 // the kubelet does before and after injection; Guaranteed to Burstable
 // matters most, as it moves the pod ahead in OOM-kill and eviction order.
+//
+// Every warning about a SidecarSet is also in Result.Events, with a reason,
+// for the webhook to tell the set: a warning reaches only whoever created
+// the pod, often a controller that drops it.
 package inject
 
 import (
@@ -80,6 +114,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	psapi "k8s.io/pod-security-admission/api"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -99,18 +134,54 @@ type Options struct {
 	Cache *Cache
 }
 
+// Event reasons: what a Result's Events say about a SidecarSet.
+const (
+	// ReasonInjectionSkipped: a per-pod check left the set out of a pod,
+	// which counts in the set's skippedPods.
+	ReasonInjectionSkipped = "InjectionSkipped"
+	// ReasonNotInjected: the set matched but was not injected for a reason
+	// of its own (a container name the pod already uses, an invalid
+	// selector); the pod counts as unmanaged.
+	ReasonNotInjected = "NotInjected"
+	// ReasonInjectionWarning: the set was injected, with a caveat (no
+	// resources, an image by tag, a pod that never completes, a QoS class
+	// change, a volume another set declares differently).
+	ReasonInjectionWarning = "InjectionWarning"
+)
+
 // Result is the outcome of injecting one pod.
 type Result struct {
 	// Pod is a deep copy of the input pod with the sidecars and records
-	// added. It equals the input when Injected is empty.
+	// added. It equals the input unless Changed.
 	Pod *corev1.Pod
-	// Injected names the SidecarSets injected by this call, sorted; empty
-	// means nothing changed.
+	// Changed reports whether Pod differs from the input: sets injected, a
+	// stale record dropped, or the skipped annotation written or removed.
+	Changed bool
+	// Injected names the SidecarSets injected by this call, sorted.
 	Injected []string
+	// Skipped are the matching SidecarSets that the per-pod checks left
+	// out, in the order they were taken, each with why.
+	Skipped []Skip
 	// Warnings are admission warnings for the client (kubectl prints them),
 	// in the order the sets were taken. Each names the SidecarSets and
 	// containers it is about.
 	Warnings []string
+	// Events are the warnings about one SidecarSet each (a warning about
+	// several is there once per set), with their reason, in the same order.
+	Events []Event
+}
+
+// Skip is a SidecarSet that matched a pod but was left out of it.
+type Skip struct {
+	Set    string
+	Reason string
+}
+
+// Event is a warning about one SidecarSet.
+type Event struct {
+	Set     string
+	Reason  string
+	Message string
 }
 
 // Inject returns pod with every matching SidecarSet injected, by the rules
@@ -124,10 +195,16 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 		return res
 	}
 	b := newBuilder(res.Pod)
+	b.security = podSecurityLevel(ns)
+	b.original = pod
 	state, err := revision.Decode(pod.Annotations)
 	if err != nil {
-		b.warn("ignoring the pod's annotation %s, which cannot be read (%v); the record of a SidecarSet injected now replaces it", v1alpha1.AnnotationState, err)
+		b.warn("", "", "ignoring the pod's annotation %s, which cannot be read (%v); the record of a SidecarSet injected now replaces it", v1alpha1.AnnotationState, err)
 		state = revision.State{}
+	}
+	stale := dropStale(state, pod)
+	for _, name := range stale {
+		b.warn(name, ReasonInjectionWarning, "ignoring SidecarSet %q's record in the pod's annotation %s: a container it names is not in the pod (was the pod copied from a running one?); the set is injected afresh if it matches", name, v1alpha1.AnnotationState)
 	}
 
 	ordered := slices.Clone(sets)
@@ -136,7 +213,7 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 	for _, set := range ordered {
 		if set.Name == "" {
 			// Only a file can hold one; its record would have no key.
-			b.warn("a SidecarSet without a name is not injected")
+			b.warn("", "", "a SidecarSet without a name is not injected")
 			continue
 		}
 		if _, ok := state[set.Name]; ok {
@@ -148,10 +225,16 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 		c := opts.Cache.compiled(set)
 		ok, err := selected(c, pod.Labels, ns)
 		if err != nil {
-			b.warn("SidecarSet %q not injected: %v", set.Name, err)
+			b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: %v", set.Name, err)
 			continue
 		}
 		if !ok || !b.claim(set) {
+			continue
+		}
+		if why := b.fits(set); why != "" {
+			b.release(set)
+			res.Skipped = append(res.Skipped, Skip{Set: set.Name, Reason: why})
+			b.warn(set.Name, ReasonInjectionSkipped, "SidecarSet %q not injected into this pod: %s", set.Name, why)
 			continue
 		}
 		state[set.Name] = b.add(set, c.head())
@@ -160,18 +243,59 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 
 	if len(res.Injected) > 0 {
 		b.finish()
-		writeRecords(res.Pod, state)
-		if msg := qosWarning(pod, res.Pod, b.injected); msg != "" {
-			b.warn("%s", msg)
+		if msg, culprits := qosWarning(pod, res.Pod, b.injected); msg != "" {
+			b.warn("", "", "%s", msg)
+			for _, set := range culprits {
+				b.events = append(b.events, Event{Set: set, Reason: ReasonInjectionWarning, Message: msg})
+			}
 		}
 	}
+	if len(res.Injected) > 0 || len(stale) > 0 {
+		writeRecords(res.Pod, state)
+	}
+	writeSkipped(res.Pod, res.Skipped)
+	res.Changed = len(res.Injected) > 0 || len(stale) > 0 ||
+		res.Pod.Annotations[v1alpha1.AnnotationSkipped] != pod.Annotations[v1alpha1.AnnotationSkipped]
 	res.Warnings = b.warnings
+	res.Events = b.events
 	return res
 }
 
+// dropStale deletes from state, and returns sorted, the sets whose entry
+// names a container that pod does not hold where the entry says.
+func dropStale(state revision.State, pod *corev1.Pod) []string {
+	has := func(cs []corev1.Container, name string) bool {
+		return slices.ContainsFunc(cs, func(c corev1.Container) bool { return c.Name == name })
+	}
+	var stale []string
+	for name, entry := range state {
+		for _, c := range entry.Containers {
+			where := pod.Spec.Containers
+			if c.Init {
+				where = pod.Spec.InitContainers
+			}
+			if !has(where, c.Name) {
+				stale = append(stale, name)
+				break
+			}
+		}
+	}
+	slices.Sort(stale)
+	for _, name := range stale {
+		delete(state, name)
+	}
+	return stale
+}
+
 // writeRecords writes state, the list of injected sets and the managed label
-// into pod.
+// into pod, or removes all three when state is empty.
 func writeRecords(pod *corev1.Pod, state revision.State) {
+	if len(state) == 0 {
+		delete(pod.Annotations, v1alpha1.AnnotationState)
+		delete(pod.Annotations, v1alpha1.AnnotationInjected)
+		delete(pod.Labels, v1alpha1.LabelManaged)
+		return
+	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
@@ -181,6 +305,25 @@ func writeRecords(pod *corev1.Pod, state revision.State) {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[v1alpha1.LabelManaged] = "true"
+}
+
+// writeSkipped writes the sidecarset.dev/skipped annotation for skipped, or
+// removes it when there are none: what a template copied from another pod
+// carries says nothing about this one.
+func writeSkipped(pod *corev1.Pod, skipped []Skip) {
+	if len(skipped) == 0 {
+		delete(pod.Annotations, v1alpha1.AnnotationSkipped)
+		return
+	}
+	names := make([]string, len(skipped))
+	for i, s := range skipped {
+		names[i] = s.Set
+	}
+	slices.Sort(names)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[v1alpha1.AnnotationSkipped] = strings.Join(names, ",")
 }
 
 // builder collects what the sets add to pod, which it owns, and puts the
@@ -197,12 +340,25 @@ type builder struct {
 	// injected are the sidecars in the order they were taken in.
 	injected []sidecar
 
-	// warnings are in the order the sets were taken.
+	// original is the pod as its creator sent it, and security the Pod
+	// Security level its namespace enforces, for the per-pod checks.
+	original *corev1.Pod
+	security psapi.LevelVersion
+
+	// warnings are in the order the sets were taken; events are those about
+	// one set.
 	warnings []string
+	events   []Event
 }
 
-func (b *builder) warn(format string, args ...any) {
-	b.warnings = append(b.warnings, fmt.Sprintf(format, args...))
+// warn adds a warning, and an event with reason on the set named setName
+// unless it is "".
+func (b *builder) warn(setName, reason, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	b.warnings = append(b.warnings, msg)
+	if setName != "" {
+		b.events = append(b.events, Event{Set: setName, Reason: reason, Message: msg})
+	}
 }
 
 // sidecar is one container a set injects.
@@ -256,22 +412,61 @@ func (b *builder) claim(set *v1alpha1.SidecarSet) bool {
 			b.owner[sc.Name] = set.Name
 			continue
 		}
-		for sc := range sidecarsOf(set) {
-			if b.owner[sc.Name] == set.Name {
-				delete(b.owner, sc.Name)
-			}
-		}
+		b.release(set)
 		switch owner {
 		case "":
-			b.warn("SidecarSet %q not injected: the pod already has a container named %q, which it keeps", set.Name, sc.Name)
+			b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: the pod already has a container named %q, which it keeps", set.Name, sc.Name)
 		case set.Name:
-			b.warn("SidecarSet %q not injected: it declares container %q twice", set.Name, sc.Name)
+			b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: it declares container %q twice", set.Name, sc.Name)
 		default:
-			b.warn("SidecarSet %q not injected: container %q is already injected by SidecarSet %q", set.Name, sc.Name, owner)
+			b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: container %q is already injected by SidecarSet %q", set.Name, sc.Name, owner)
 		}
 		return false
 	}
 	return true
+}
+
+// release gives back the container names set claimed.
+func (b *builder) release(set *v1alpha1.SidecarSet) {
+	for sc := range sidecarsOf(set) {
+		if b.owner[sc.Name] == set.Name {
+			delete(b.owner, sc.Name)
+		}
+	}
+}
+
+// fits runs the per-pod checks for set against the pod built so far and
+// returns why set cannot go in, "" when it can.
+func (b *builder) fits(set *v1alpha1.SidecarSet) string {
+	if why := missingVolume(&b.pod.Spec, set); why != "" {
+		return why
+	}
+	if why := portClash(&b.pod.Spec, b.injected, set); why != "" {
+		return why
+	}
+	if b.security.Level == psapi.LevelPrivileged {
+		return ""
+	}
+	return podSecurityViolation(b.security, &b.original.ObjectMeta, &b.original.Spec, b.trial(set))
+}
+
+// trial returns the spec the pod would have with set taken too, sharing
+// what it does not change with the pod built so far.
+func (b *builder) trial(set *v1alpha1.SidecarSet) *corev1.PodSpec {
+	spec := b.pod.Spec
+	with := slices.Clip(b.injected)
+	for sc, init := range sidecarsOf(set) {
+		with = append(with, sidecar{set: set.Name, c: sc, init: init})
+	}
+	spec.Containers = around(with, false, spec.Containers)
+	spec.InitContainers = around(with, true, spec.InitContainers)
+	spec.Volumes = slices.Clip(spec.Volumes)
+	for _, v := range set.Spec.Volumes {
+		if !slices.ContainsFunc(spec.Volumes, func(pv corev1.Volume) bool { return pv.Name == v.Name }) {
+			spec.Volumes = append(spec.Volumes, v)
+		}
+	}
+	return &spec
 }
 
 // add takes in set's containers, volumes and imagePullSecrets and returns
@@ -309,22 +504,22 @@ func (b *builder) addVolume(setName string, v *corev1.Volume) {
 	}
 	owner, fromSet := b.volumeOwner[v.Name]
 	if fromSet && !equality.Semantic.DeepEqual(&b.pod.Spec.Volumes[i], v) {
-		b.warn("SidecarSet %q volume %q differs from the one SidecarSet %q declares; the pod gets SidecarSet %q's", setName, v.Name, owner, owner)
+		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q volume %q differs from the one SidecarSet %q declares; the pod gets SidecarSet %q's", setName, v.Name, owner, owner)
 	}
 }
 
 // finish puts the sidecars around the pod's own containers.
 func (b *builder) finish() {
 	spec := &b.pod.Spec
-	spec.Containers = b.around(false, spec.Containers)
-	spec.InitContainers = b.around(true, spec.InitContainers)
+	spec.Containers = around(b.injected, false, spec.Containers)
+	spec.InitContainers = around(b.injected, true, spec.InitContainers)
 }
 
 // around returns own with deep copies of the sidecars that are init
 // containers or not, as init says, before and after it.
-func (b *builder) around(init bool, own []corev1.Container) []corev1.Container {
+func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Container {
 	var before, after int
-	for _, s := range b.injected {
+	for _, s := range injected {
 		switch {
 		case s.init != init:
 		case s.after():
@@ -338,14 +533,14 @@ func (b *builder) around(init bool, own []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, before, before+len(own)+after)
 	i := 0
-	for _, s := range b.injected {
+	for _, s := range injected {
 		if s.init == init && !s.after() {
 			s.c.Container.DeepCopyInto(&out[i])
 			i++
 		}
 	}
 	out = append(out, own...)
-	for _, s := range b.injected {
+	for _, s := range injected {
 		if s.init == init && s.after() {
 			out = append(out, corev1.Container{})
 			s.c.Container.DeepCopyInto(&out[len(out)-1])
@@ -358,33 +553,37 @@ func (b *builder) around(init bool, own []corev1.Container) []corev1.Container {
 func (b *builder) warnContainer(setName string, sc *v1alpha1.SidecarContainer, init bool) {
 	// With pod-level resources the pod's budget bounds the sidecar.
 	if len(sc.Resources.Requests) == 0 && len(sc.Resources.Limits) == 0 && !podLevelResourcesSet(b.pod) {
-		b.warn("SidecarSet %q container %q has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses", setName, sc.Name)
+		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses", setName, sc.Name)
 	}
 	if !strings.Contains(sc.Image, "@") {
-		b.warn("SidecarSet %q container %q image %q is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images", setName, sc.Name, sc.Image)
+		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q image %q is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images", setName, sc.Name, sc.Image)
 	}
 	// A regular container keeps running after the app exits, so a pod that
 	// is meant to finish never does; the kubelet stops a native sidecar once
 	// the regular containers have exited.
 	if policy := b.pod.Spec.RestartPolicy; !init && (policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure) {
-		b.warn("SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: declare it under initContainers with restartPolicy: Always", setName, sc.Name, policy)
+		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: declare it under initContainers with restartPolicy: Always", setName, sc.Name, policy)
 	}
 }
 
 // qosWarning returns a warning when injection changed the pod's QoS class
-// from before to after, naming the injected containers that did it.
-func qosWarning(before, after *corev1.Pod, injected []sidecar) string {
+// from before to after, naming the injected containers that did it, and the
+// sets of those containers.
+func qosWarning(before, after *corev1.Pod, injected []sidecar) (string, []string) {
 	if podLevelResourcesSet(before) {
-		return "" // the pod-level resources alone decide the class
+		return "", nil // the pod-level resources alone decide the class
 	}
 	was, is := containersQOS(before), containersQOS(after)
 	if was == is {
-		return ""
+		return "", nil
 	}
-	var culprits []string
+	var culprits, sets []string
 	for _, s := range injected {
 		if containerQOS(&s.c.Resources) != was {
 			culprits = append(culprits, fmt.Sprintf("SidecarSet %q container %q", s.set, s.c.Name))
+			if !slices.Contains(sets, s.set) {
+				sets = append(sets, s.set)
+			}
 		}
 	}
 	msg := fmt.Sprintf("injection changes the pod's QoS class from %s to %s (%s)", was, is, strings.Join(culprits, ", "))
@@ -394,5 +593,5 @@ func qosWarning(before, after *corev1.Pod, injected []sidecar) string {
 		// manager policy.
 		msg += ": under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed"
 	}
-	return msg
+	return msg, sets
 }

@@ -136,6 +136,7 @@ func TestInject(t *testing.T) {
 					guaranteed("wait", waitImage).Obj()).
 				Obj(),
 			Injected: []string{"a", "b"},
+			Changed:  true,
 		},
 	}, {
 		name: "records of sets injected before are kept; other annotations too",
@@ -160,6 +161,7 @@ func TestInject(t *testing.T) {
 				InitContainers(guaranteed("wait", waitImage).Obj()).
 				Obj(),
 			Injected: []string{"b"},
+			Changed:  true,
 		},
 	}, {
 		name: "already injected: reinvocation returns the pod unchanged",
@@ -209,6 +211,7 @@ func TestInject(t *testing.T) {
 				InitContainers(guaranteed("mesh-init", meshImage).RestartAlways().Obj()).
 				Obj(),
 			Injected: []string{"a"},
+			Changed:  true,
 			Warnings: []string{`SidecarSet "z" not injected: container "proxy" is already injected by SidecarSet "a"`},
 		},
 	}, {
@@ -258,6 +261,7 @@ func TestInject(t *testing.T) {
 				Volumes(testutil.EmptyDirVolume("data"), testutil.EmptyDirVolume("shared"), testutil.HostPathVolume("conf", "/etc/b")).
 				Obj(),
 			Injected: []string{"a", "b", "c"},
+			Changed:  true,
 			Warnings: []string{`SidecarSet "c" volume "conf" differs from the one SidecarSet "b" declares; the pod gets SidecarSet "b"'s`},
 		},
 	}, {
@@ -277,6 +281,7 @@ func TestInject(t *testing.T) {
 				ImagePullSecrets("regcred", "a-secret", "b-secret").
 				Obj(),
 			Injected: []string{"a", "b"},
+			Changed:  true,
 		},
 	}, {
 		name: "a corrupted state annotation is replaced by the new record; other annotations stay",
@@ -291,6 +296,7 @@ func TestInject(t *testing.T) {
 				InitContainers(guaranteed("wait", waitImage).Obj()).
 				Obj(),
 			Injected: []string{"b"},
+			Changed:  true,
 			Warnings: []string{`ignoring the pod's annotation sidecarset.dev/state, which cannot be read (decode annotation sidecarset.dev/state: entry "a" lacks a revision or hash); the record of a SidecarSet injected now replaces it`},
 		},
 	}, {
@@ -314,6 +320,7 @@ func TestInject(t *testing.T) {
 				InitContainers(guaranteed("wait", waitImage).Obj()).
 				Obj(),
 			Injected: []string{"b"},
+			Changed:  true,
 			Warnings: []string{`SidecarSet "bad" not injected: selector: "Near" is not a valid label selector operator`},
 		},
 	}, {
@@ -360,6 +367,7 @@ func TestInject(t *testing.T) {
 				InitContainers(guaranteed("wait", waitImage).Obj()).
 				Obj(),
 			Injected: []string{"b"},
+			Changed:  true,
 		},
 	}, {
 		name: "unknown namespace labels: only a set without namespaceSelector matches, by the pod's namespace name",
@@ -373,6 +381,7 @@ func TestInject(t *testing.T) {
 				InitContainers(guaranteed("wait", waitImage).Obj()).
 				Obj(),
 			Injected: []string{"b"},
+			Changed:  true,
 		},
 	}}
 
@@ -380,7 +389,8 @@ func TestInject(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod, ns, sets := tc.pod.DeepCopy(), tc.ns.DeepCopy(), deepCopies(tc.sets)
 			got := inject.Inject(tc.pod, tc.ns, tc.sets, opts)
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			// TestInjectEvents checks the events.
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(inject.Result{}, "Events")); diff != "" {
 				t.Errorf("Inject() (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(pod, tc.pod); diff != "" {
@@ -394,8 +404,8 @@ func TestInject(t *testing.T) {
 			}
 
 			again := inject.Inject(got.Pod, tc.ns, tc.sets, opts)
-			if len(again.Injected) != 0 {
-				t.Errorf("Inject() on its own output injected %v again", again.Injected)
+			if len(again.Injected) != 0 || again.Changed {
+				t.Errorf("Inject() on its own output injected %v again, changed %v", again.Injected, again.Changed)
 			}
 			if diff := cmp.Diff(got.Pod, again.Pod); diff != "" {
 				t.Errorf("Inject() on its own output changed the pod (-first +second):\n%s", diff)
@@ -520,5 +530,238 @@ func TestInjectWarnings(t *testing.T) {
 				t.Errorf("Inject() warnings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func skipped(names string) map[string]string {
+	return map[string]string{v1alpha1.AnnotationSkipped: names}
+}
+
+func TestInjectSkips(t *testing.T) {
+	// mounter mounts "data", which only some pods declare, and brings a
+	// volume of its own, so a skip shows that nothing of it went in.
+	mounter := func() *testutil.SidecarSetBuilder {
+		return testutil.SidecarSet("mounter").Selector(dbLabels).
+			Containers(guaranteed("scraper", exporterImage).VolumeMount("data", "/data").Sidecar("")).
+			Volumes(testutil.EmptyDirVolume("scratch")).ImagePullSecrets("regcred")
+	}
+	privileged := func() *testutil.SidecarSetBuilder {
+		c := guaranteed("debug", proxyImage).Obj()
+		c.SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
+		return testutil.SidecarSet("privileged").Selector(dbLabels).Containers(v1alpha1.SidecarContainer{Container: c})
+	}
+	port := func(name string, p int32) *v1alpha1.SidecarSet {
+		c := guaranteed(name, proxyImage).Obj()
+		c.Ports = []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}}
+		return testutil.SidecarSet(name).Selector(dbLabels).Containers(v1alpha1.SidecarContainer{Container: c}).Obj()
+	}
+	baseline := testutil.Namespace("shop", map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
+	mounterInjected := testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+		Annotations(records(revision.State{"mounter": entry(mounter().Obj(), ctr("scraper", exporterImage))})).
+		Containers(guaranteed("scraper", exporterImage).VolumeMount("data", "/data").Obj(), guaranteed("app", appImage).Obj()).
+		Volumes(testutil.EmptyDirVolume("data"), testutil.EmptyDirVolume("scratch")).ImagePullSecrets("regcred").
+		Obj()
+
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		ns   *corev1.Namespace
+		sets []*v1alpha1.SidecarSet
+		want inject.Result
+	}{{
+		name: "a volume the pod lacks: the set is left out whole, the pod says so",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{mounter().Obj(), setB().Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"b": bEntry()})).Annotations(skipped("mounter")).
+				Containers(guaranteed("exporter", exporterImage).Obj(), guaranteed("app", appImage).Obj()).
+				InitContainers(guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Changed:  true,
+			Injected: []string{"b"},
+			Skipped:  []inject.Skip{{Set: "mounter", Reason: `container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`}},
+			Warnings: []string{`SidecarSet "mounter" not injected into this pod: container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`},
+		},
+	}, {
+		name: "the pod declares the volume: injected",
+		pod:  dbPod().Volumes(testutil.EmptyDirVolume("data")).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{mounter().Obj()},
+		want: inject.Result{Pod: mounterInjected, Changed: true, Injected: []string{"mounter"}},
+	}, {
+		name: "only skipped: the pod gets the annotation and nothing else",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{mounter().Obj()},
+		want: inject.Result{
+			Pod:      dbPod().Annotations(skipped("mounter")).Obj(),
+			Changed:  true,
+			Skipped:  []inject.Skip{{Set: "mounter", Reason: `container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`}},
+			Warnings: []string{`SidecarSet "mounter" not injected into this pod: container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`},
+		},
+	}, {
+		name: "two sets on one port: the later by name is left out",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{port("y-proxy", 15001), port("x-proxy", 15001)},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"x-proxy": entry(port("x-proxy", 15001), ctr("x-proxy", proxyImage))})).
+				Annotations(skipped("y-proxy")).
+				Containers(port("x-proxy", 15001).Spec.Containers[0].Container, guaranteed("app", appImage).Obj()).
+				Obj(),
+			Changed:  true,
+			Injected: []string{"x-proxy"},
+			Skipped:  []inject.Skip{{Set: "y-proxy", Reason: `container "y-proxy" port 15001/TCP is already declared by container "x-proxy", and the containers of a pod share one network namespace`}},
+			Warnings: []string{`SidecarSet "y-proxy" not injected into this pod: container "y-proxy" port 15001/TCP is already declared by container "x-proxy", and the containers of a pod share one network namespace`},
+		},
+	}, {
+		name: "a privileged sidecar in a baseline namespace",
+		pod:  dbPod().Obj(),
+		ns:   baseline,
+		sets: []*v1alpha1.SidecarSet{privileged().Obj()},
+		want: inject.Result{
+			Pod:      dbPod().Annotations(skipped("privileged")).Obj(),
+			Changed:  true,
+			Skipped:  []inject.Skip{{Set: "privileged", Reason: `the namespace enforces Pod Security "baseline:latest", which the pod meets without this SidecarSet and violates with it: privileged (container "debug" must not set securityContext.privileged=true)`}},
+			Warnings: []string{`SidecarSet "privileged" not injected into this pod: the namespace enforces Pod Security "baseline:latest", which the pod meets without this SidecarSet and violates with it: privileged (container "debug" must not set securityContext.privileged=true)`},
+		},
+	}, {
+		name: "a privileged sidecar in a namespace without a level",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{privileged().Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"privileged": entry(privileged().Obj(), ctr("debug", proxyImage))})).
+				Containers(privileged().Obj().Spec.Containers[0].Container, guaranteed("app", appImage).Obj()).
+				Obj(),
+			Changed:  true,
+			Injected: []string{"privileged"},
+		},
+	}, {
+		name: "a skipped annotation copied from another pod goes",
+		pod:  dbPod().Annotations(skipped("mounter")).Volumes(testutil.EmptyDirVolume("data")).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{mounter().Obj()},
+		want: inject.Result{Pod: mounterInjected, Changed: true, Injected: []string{"mounter"}},
+	}, {
+		name: "a skipped annotation alone goes too",
+		pod:  dbPod().Annotations(skipped("gone")).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Selector(map[string]string{"app": "web"}).Obj()},
+		want: inject.Result{Pod: dbPod().Annotations(map[string]string{}).Obj(), Changed: true},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := inject.Inject(tc.pod, tc.ns, tc.sets, opts)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(inject.Result{}, "Events")); diff != "" {
+				t.Errorf("Inject() (-want +got):\n%s", diff)
+			}
+			// The webhook is reinvoked on its own output.
+			again := inject.Inject(got.Pod, tc.ns, tc.sets, opts)
+			if again.Changed {
+				t.Errorf("Inject() on its own output changed the pod: injected %v, skipped %v", again.Injected, again.Skipped)
+			}
+		})
+	}
+}
+
+func TestInjectStaleRecords(t *testing.T) {
+	// A template copied from a running pod: the records of a and b, but
+	// the pod's own containers only.
+	copied := records(revision.State{"a": aEntry(), "b": bEntry()})
+	aInjected := inject.Inject(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{setA().Obj()}, opts).Pod
+
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		sets []*v1alpha1.SidecarSet
+		want inject.Result
+	}{{
+		name: "records whose containers are missing are dropped, the set injected afresh",
+		pod:  dbPod().Annotations(copied).Labels(managed).Obj(),
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{
+			Pod:      aInjected,
+			Changed:  true,
+			Injected: []string{"a"},
+			Warnings: []string{
+				`ignoring SidecarSet "a"'s record in the pod's annotation sidecarset.dev/state: a container it names is not in the pod (was the pod copied from a running one?); the set is injected afresh if it matches`,
+				`ignoring SidecarSet "b"'s record in the pod's annotation sidecarset.dev/state: a container it names is not in the pod (was the pod copied from a running one?); the set is injected afresh if it matches`,
+			},
+		},
+	}, {
+		name: "nothing matches: the stale records and the managed label go",
+		pod:  dbPod().Annotations(copied).Labels(managed).Annotations(map[string]string{"team": "x"}).Obj(),
+		sets: []*v1alpha1.SidecarSet{setA().Selector(map[string]string{"app": "web"}).Obj()},
+		want: inject.Result{
+			Pod:     dbPod().Annotations(map[string]string{"team": "x"}).Labels(map[string]string{}).Obj(),
+			Changed: true,
+			Warnings: []string{
+				`ignoring SidecarSet "a"'s record in the pod's annotation sidecarset.dev/state: a container it names is not in the pod (was the pod copied from a running one?); the set is injected afresh if it matches`,
+				`ignoring SidecarSet "b"'s record in the pod's annotation sidecarset.dev/state: a container it names is not in the pod (was the pod copied from a running one?); the set is injected afresh if it matches`,
+			},
+		},
+	}, {
+		name: "a recorded init container found among the regular ones is stale",
+		pod: func() *corev1.Pod {
+			p := aInjected.DeepCopy()
+			p.Spec.Containers = append(p.Spec.Containers, p.Spec.InitContainers[0])
+			p.Spec.InitContainers = nil
+			return p
+		}(),
+		sets: []*v1alpha1.SidecarSet{testutil.SidecarSet("a").Selector(map[string]string{"app": "web"}).Obj()},
+		want: inject.Result{
+			Pod: func() *corev1.Pod {
+				p := aInjected.DeepCopy()
+				p.Spec.Containers = append(p.Spec.Containers, p.Spec.InitContainers[0])
+				p.Spec.InitContainers = nil
+				delete(p.Annotations, v1alpha1.AnnotationState)
+				delete(p.Annotations, v1alpha1.AnnotationInjected)
+				delete(p.Labels, v1alpha1.LabelManaged)
+				return p
+			}(),
+			Changed:  true,
+			Warnings: []string{`ignoring SidecarSet "a"'s record in the pod's annotation sidecarset.dev/state: a container it names is not in the pod (was the pod copied from a running one?); the set is injected afresh if it matches`},
+		},
+	}, {
+		name: "records whose containers are there stay: reinvocation",
+		pod:  aInjected,
+		sets: []*v1alpha1.SidecarSet{setA().Obj()},
+		want: inject.Result{Pod: aInjected},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := inject.Inject(tc.pod, shop, tc.sets, opts)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(inject.Result{}, "Events")); diff != "" {
+				t.Errorf("Inject() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInjectEvents(t *testing.T) {
+	tagged := testutil.SidecarSet("tagged").Selector(dbLabels).Container("agent", "agent:2").Obj()
+	clash := testutil.SidecarSet("clash").Selector(dbLabels).Containers(guaranteed("app", appImage).Sidecar("")).Obj()
+	mounter := testutil.SidecarSet("mounter").Selector(dbLabels).
+		Containers(guaranteed("exporter", exporterImage).VolumeMount("data", "/data").Sidecar("")).Obj()
+	got := inject.Inject(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{tagged, clash, mounter, testutil.SidecarSet("").Obj()}, opts)
+	qos := `injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "tagged" container "agent"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`
+	want := []inject.Event{
+		{Set: "clash", Reason: inject.ReasonNotInjected, Message: `SidecarSet "clash" not injected: the pod already has a container named "app", which it keeps`},
+		{Set: "mounter", Reason: inject.ReasonInjectionSkipped, Message: `SidecarSet "mounter" not injected into this pod: container "exporter" mounts volume "data", which neither the pod nor the SidecarSet declares`},
+		{Set: "tagged", Reason: inject.ReasonInjectionWarning, Message: `SidecarSet "tagged" container "agent" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses`},
+		{Set: "tagged", Reason: inject.ReasonInjectionWarning, Message: `SidecarSet "tagged" container "agent" image "agent:2" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`},
+		{Set: "tagged", Reason: inject.ReasonInjectionWarning, Message: qos},
+	}
+	if diff := cmp.Diff(want, got.Events); diff != "" {
+		t.Errorf("Inject() events (-want +got):\n%s", diff)
+	}
+	// Every warning about a set is an event; the one about no set is not.
+	if n := len(got.Warnings); n != len(want)+1 {
+		t.Errorf("%d warnings, want %d: %q", n, len(want)+1, got.Warnings)
 	}
 }

@@ -143,16 +143,19 @@ func registerWebhooks(mgr ctrl.Manager, opts Options) error {
 	server := mgr.GetWebhookServer()
 	server.Register(sidecarwebhook.PodMutatorPath, &webhook.Admission{
 		Handler: &sidecarwebhook.PodMutator{
-			Reader:  mgr.GetCache(),
-			Options: inject.Options{ManagerNamespace: opts.Namespace, Cache: &inject.Cache{}},
+			Reader:    mgr.GetCache(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("sidecarset-webhook"),
+			Options:   inject.Options{ManagerNamespace: opts.Namespace, Cache: &inject.Cache{}},
 		},
 		RecoverPanic: ptr.To(true),
 	})
 	err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.SidecarSet{}).
 		WithDefaulter(sidecarwebhook.SidecarSetDefaulter{}).
 		WithValidator(&sidecarwebhook.SidecarSetValidator{
-			Reader:  mgr.GetCache(),
-			Options: validation.Options{ManagerNamespace: opts.Namespace},
+			Reader:    mgr.GetCache(),
+			APIWriter: mgr.GetClient(),
+			Options:   validation.Options{ManagerNamespace: opts.Namespace},
 		}).
 		RecoverPanic(true).
 		Complete()

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -160,6 +161,15 @@ func TestManagerRunsWithItsRBAC(t *testing.T) {
 		},
 	}
 	create(t, env, set)
+	// The validator's dry-run pod create needs its own permission: without
+	// it the set below would be accepted with a warning.
+	refused := set.DeepCopy()
+	refused.Name, refused.ResourceVersion = "rbac-refused", ""
+	refused.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rbac-refused"}}
+	refused.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}
+	if err := env.Client.Create(ctx, refused); !apierrors.IsInvalid(err) {
+		t.Errorf("create a SidecarSet the pod validation refuses = %v, want Invalid", err)
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "rbac", Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},

@@ -17,8 +17,10 @@ package manager
 // Certificate rotation keeps the caBundle of the two webhook configurations.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
 //
-// In the manager's own namespace only: revisions, the certificate Secret and
-// the leader-election Lease.
+// In the manager's own namespace only: revisions, the certificate Secret,
+// the leader-election Lease, and server-side dry-run creates of the pod that
+// asks the apiserver's pod validation about a SidecarSet's containers.
 // +kubebuilder:rbac:groups=apps,namespace=sidecarset-system,resources=controllerrevisions,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=sidecarset-system,resources=secrets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=sidecarset-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=sidecarset-system,resources=pods,verbs=create

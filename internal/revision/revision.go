@@ -9,7 +9,12 @@
 //   - ImagelessHash covers the same with every container image blanked. A pod
 //     whose recorded ImagelessHash equals the latest one differs from the
 //     latest revision at most in images, which the kubelet can swap in place.
-//     Any other difference needs a new pod.
+//     Any other difference needs a new pod. An imagePullPolicy that equals
+//     the one the apiserver derives from the image (DefaultPullPolicy) is
+//     blanked with it: the defaulter writes that policy, so moving from
+//     :latest (Always) to :v2 (IfNotPresent) would otherwise count as a
+//     change beyond the image. The pod keeps the policy it was created with
+//     (the field is immutable), which only says when the kubelet pulls.
 //
 // Volumes and imagePullSecrets are in both hashes. OpenKruise leaves volumes
 // out of both, so editing a SidecarSet's volumes leaves every running pod
@@ -111,9 +116,33 @@ func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
 	out := make([]v1alpha1.SidecarContainer, len(cs))
 	for i := range cs {
 		cs[i].DeepCopyInto(&out[i])
+		if out[i].ImagePullPolicy == DefaultPullPolicy(out[i].Image) {
+			out[i].ImagePullPolicy = ""
+		}
 		out[i].Image = ""
 	}
 	return out
+}
+
+// DefaultPullPolicy is the apiserver's rule for a container without an
+// imagePullPolicy: Always when the image reference has the tag "latest", or
+// neither tag nor digest (which pulls "latest"); IfNotPresent otherwise. The
+// apiserver parses the reference with the distribution/reference grammar;
+// splitting it by hand gives the same tag for every reference that grammar
+// accepts. For one it refuses (a reference that could never be pulled) the
+// apiserver says IfNotPresent where this may say Always; the difference
+// cannot reach a pod, since the field is then set.
+func DefaultPullPolicy(image string) corev1.PullPolicy {
+	name, _, digested := strings.Cut(image, "@")
+	tag := ""
+	// A colon before the last slash separates a registry's port, not a tag.
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		tag = name[i+1:]
+	}
+	if tag == "latest" || (tag == "" && !digested) {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
 }
 
 func hashOf(v any) string {

@@ -155,3 +155,67 @@ func TestContainer(t *testing.T) {
 		t.Errorf("Container(y) found")
 	}
 }
+
+// The defaulter writes the pull policy the apiserver derives from the image
+// (Always for :latest or no tag, IfNotPresent otherwise). A policy that only
+// follows the image is part of the image; one set against it is not.
+func TestImagelessHashPullPolicy(t *testing.T) {
+	type container struct {
+		image  string
+		policy corev1.PullPolicy
+	}
+	cases := []struct {
+		name             string
+		old, new         container
+		imagelessChanges bool
+	}{
+		{"latest to a tag, both defaulted", container{"exporter:latest", corev1.PullAlways}, container{"exporter:v2", corev1.PullIfNotPresent}, false},
+		{"untagged to a digest, both defaulted", container{"exporter", corev1.PullAlways}, container{"exporter@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullIfNotPresent}, false},
+		{"a tag to latest, both defaulted", container{"exporter:v1", corev1.PullIfNotPresent}, container{"exporter:latest", corev1.PullAlways}, false},
+		{"tag to tag, both defaulted", container{"exporter:v1", corev1.PullIfNotPresent}, container{"exporter:v2", corev1.PullIfNotPresent}, false},
+		{"tag to tag, Never kept", container{"exporter:v1", corev1.PullNever}, container{"exporter:v2", corev1.PullNever}, false},
+		{"unset stays unset", container{"exporter:v1", ""}, container{"exporter:latest", ""}, false},
+		{"policy changed, image kept", container{"exporter:v1", corev1.PullIfNotPresent}, container{"exporter:v1", corev1.PullAlways}, true},
+		{"Never given up for the default", container{"exporter:v1", corev1.PullNever}, container{"exporter:v2", corev1.PullIfNotPresent}, true},
+	}
+	spec := func(c container) *v1alpha1.SidecarSetSpec {
+		s := baseSpec()
+		s.Containers[0].Image, s.Containers[0].ImagePullPolicy = c.image, c.policy
+		s.InitContainers[0].Image, s.InitContainers[0].ImagePullPolicy = c.image, c.policy
+		return s
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ImagelessHash(spec(tc.new)) != ImagelessHash(spec(tc.old)); got != tc.imagelessChanges {
+				t.Errorf("ImagelessHash changed = %v, want %v", got, tc.imagelessChanges)
+			}
+			if Hash(spec(tc.new)) == Hash(spec(tc.old)) {
+				t.Errorf("Hash unchanged, want a new revision")
+			}
+		})
+	}
+}
+
+func TestDefaultPullPolicy(t *testing.T) {
+	cases := []struct {
+		image string
+		want  corev1.PullPolicy
+	}{
+		{"busybox", corev1.PullAlways},
+		{"busybox:latest", corev1.PullAlways},
+		{"busybox:1.36", corev1.PullIfNotPresent},
+		{"prom/mysqld-exporter@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullIfNotPresent},
+		{"prom/mysqld-exporter:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullAlways},
+		{"prom/mysqld-exporter:v0.15.1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullIfNotPresent},
+		{"localhost:5000/busybox", corev1.PullAlways},
+		{"localhost:5000/busybox:1.36", corev1.PullIfNotPresent},
+		{"registry.example.com:443/team/agent:latest", corev1.PullAlways},
+		// A bare name and a port look alike; the grammar reads a tag.
+		{"busybox:5000", corev1.PullIfNotPresent},
+	}
+	for _, tc := range cases {
+		if got := DefaultPullPolicy(tc.image); got != tc.want {
+			t.Errorf("DefaultPullPolicy(%q) = %s, want %s", tc.image, got, tc.want)
+		}
+	}
+}

@@ -1,13 +1,12 @@
 package validation
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
 // Defaults of the SidecarSet spec. The CRD schema carries the same values as
@@ -75,7 +74,7 @@ func defaultSidecar(sc *v1alpha1.SidecarContainer) {
 	}
 	c := &sc.Container
 	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = defaultPullPolicy(c.Image)
+		c.ImagePullPolicy = revision.DefaultPullPolicy(c.Image)
 	}
 	if c.TerminationMessagePath == "" {
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
@@ -107,26 +106,6 @@ func defaultSidecar(sc *v1alpha1.SidecarContainer) {
 			}
 		}
 	}
-}
-
-// defaultPullPolicy is the apiserver's rule: Always when the image reference
-// has the tag "latest", or neither tag nor digest (which pulls "latest");
-// IfNotPresent otherwise. The apiserver parses the reference with the
-// distribution/reference grammar; splitting it by hand gives the same tag for
-// every reference that grammar accepts. For one it refuses (a reference that
-// could never be pulled) the apiserver says IfNotPresent where this may say
-// Always; the difference cannot reach a pod, since the field is then set.
-func defaultPullPolicy(image string) corev1.PullPolicy {
-	name, _, digested := strings.Cut(image, "@")
-	tag := ""
-	// A colon before the last slash separates a registry's port, not a tag.
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		tag = name[i+1:]
-	}
-	if tag == "latest" || (tag == "" && !digested) {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
 }
 
 // defaultResources copies limits to requests that are not set, as the

@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/testutil"
 )
 
 func TestDefault(t *testing.T) {
@@ -206,26 +208,19 @@ func TestDefaultVolumes(t *testing.T) {
 	}
 }
 
-func TestDefaultPullPolicy(t *testing.T) {
-	cases := []struct {
-		image string
-		want  corev1.PullPolicy
-	}{
-		{"busybox", corev1.PullAlways},
-		{"busybox:latest", corev1.PullAlways},
-		{"busybox:1.36", corev1.PullIfNotPresent},
-		{"prom/mysqld-exporter@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullIfNotPresent},
-		{"prom/mysqld-exporter:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullAlways},
-		{"prom/mysqld-exporter:v0.15.1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullIfNotPresent},
-		{"localhost:5000/busybox", corev1.PullAlways},
-		{"localhost:5000/busybox:1.36", corev1.PullIfNotPresent},
-		{"registry.example.com:443/team/agent:latest", corev1.PullAlways},
-		// A bare name and a port look alike; the grammar reads a tag.
-		{"busybox:5000", corev1.PullIfNotPresent},
+// An image-only edit stays an in-place update although the defaulter derives
+// a different pull policy from the new image.
+func TestDefaultKeepsImageEditInPlace(t *testing.T) {
+	declare := func(image string) *v1alpha1.SidecarSet {
+		set := testutil.SidecarSet("exporter").Selector(map[string]string{"app": "db"}).Container("exporter", image).Obj()
+		Default(set)
+		return set
 	}
-	for _, tc := range cases {
-		if got := defaultPullPolicy(tc.image); got != tc.want {
-			t.Errorf("defaultPullPolicy(%q) = %s, want %s", tc.image, got, tc.want)
-		}
+	old, updated := declare("exporter:latest"), declare("exporter:v2")
+	if old.Spec.Containers[0].ImagePullPolicy != corev1.PullAlways || updated.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Fatalf("pull policies %s and %s, want Always and IfNotPresent", old.Spec.Containers[0].ImagePullPolicy, updated.Spec.Containers[0].ImagePullPolicy)
+	}
+	if o, n := revision.ImagelessHash(&old.Spec), revision.ImagelessHash(&updated.Spec); o != n {
+		t.Errorf("ImagelessHash %s -> %s: an image change from :latest to :v2 would need a recreate", o, n)
 	}
 }

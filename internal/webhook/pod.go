@@ -1,7 +1,10 @@
 // Package webhook serves the admission webhooks: the pod mutator that injects
 // sidecars, and the SidecarSet defaulter and validator. Each reads from the
-// manager's informer cache only and leaves every decision to the pure
-// packages internal/inject and internal/validation.
+// manager's informer cache and leaves every decision to the pure packages
+// internal/inject and internal/validation. They call the apiserver only
+// where the cache cannot answer: the pod mutator for a namespace the cache
+// has not seen yet, the validator for a server-side dry run of a pod
+// carrying a new SidecarSet's containers.
 package webhook
 
 import (
@@ -9,10 +12,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,12 +38,27 @@ const PodMutatorPath = "/mutate-v1-pod"
 // injecting would make it larger still, and no real workload comes close.
 const MaxPodContainers = 1000
 
+// namespaceReadTimeout bounds the live read of a namespace the cache has not
+// seen yet; the apiserver gives the whole webhook call 5 seconds.
+const namespaceReadTimeout = 2 * time.Second
+
 // PodMutator injects the matching SidecarSets into pods being created.
 type PodMutator struct {
 	// Reader must be the informer cache: admission answers without calling
 	// the apiserver, so a slow apiserver never slows pod creation further.
-	Reader  client.Reader
-	Options inject.Options
+	Reader client.Reader
+	// APIReader, when set, reads a namespace the cache has not seen yet
+	// (created just before the pod), so that its labels are not taken for
+	// empty.
+	APIReader client.Reader
+	// Recorder, when set, tells each SidecarSet what injection warned about
+	// it, at most once per set and reason per EventInterval: a warning
+	// reaches only whoever created the pod, often a controller that drops
+	// it. No event is sent for a dry run.
+	Recorder events.EventRecorder
+	Options  inject.Options
+
+	limiter eventLimiter
 }
 
 var _ admission.Handler = &PodMutator{}
@@ -68,27 +91,35 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if len(sets.Items) == 0 {
 		return admission.Allowed("")
 	}
-	ns := &corev1.Namespace{}
-	if err := m.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("get namespace %s from cache: %w", namespace, err))
-		}
-		ns = &corev1.Namespace{}
+	ns, warning, err := m.namespace(ctx, namespace)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	ns.Name = namespace
 
 	ptrs := make([]*v1alpha1.SidecarSet, len(sets.Items))
 	for i := range sets.Items {
 		ptrs[i] = &sets.Items[i]
 	}
 	ptrs, fallbacks := m.withFallbacks(ctx, ptrs)
+	// With the labels unknown, Inject takes the namespace's name from the
+	// pod; the patch must not carry it.
+	named := pod.Namespace
+	pod.Namespace = namespace
 	res := inject.Inject(pod, ns, ptrs, m.Options)
+	res.Pod.Namespace = named
+	if warning != "" {
+		res.Warnings = append([]string{warning}, res.Warnings...)
+	}
 	for _, name := range res.Injected {
 		if w, ok := fallbacks[name]; ok {
 			res.Warnings = append(res.Warnings, w)
 		}
 	}
-	if len(res.Injected) == 0 {
+	dryRun := req.DryRun != nil && *req.DryRun
+	if !dryRun {
+		m.tell(ptrs, klog.KRef(namespace, podName(pod)), res.Events)
+	}
+	if !res.Changed {
 		return admission.Allowed("").WithWarnings(res.Warnings...)
 	}
 	out, err := json.Marshal(res.Pod)
@@ -96,8 +127,123 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode injected pod: %w", err))
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("injected sidecars", "pod", klog.KRef(namespace, podName(pod)),
-		"sidecarSets", res.Injected, "dryRun", req.DryRun != nil && *req.DryRun)
+		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "dryRun", dryRun)
 	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(res.Warnings...)
+}
+
+// namespace returns the namespace named name: from the cache, or, when the
+// cache has not seen it, from the apiserver. It returns nil, with a warning
+// to pass on, when neither can tell its labels: then only SidecarSets
+// without a namespaceSelector can match.
+func (m *PodMutator) namespace(ctx context.Context, name string) (*corev1.Namespace, string, error) {
+	ns := &corev1.Namespace{}
+	err := m.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if err == nil {
+		return ns, "", nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, "", fmt.Errorf("get namespace %s from cache: %w", name, err)
+	}
+	if m.APIReader == nil {
+		return nil, "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, namespaceReadTimeout)
+	defer cancel()
+	err = m.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	switch {
+	case err == nil:
+		return ns, "", nil
+	case apierrors.IsNotFound(err):
+		// The apiserver refuses a pod in a namespace that does not exist.
+		return nil, "", nil
+	default:
+		ctrl.LoggerFrom(ctx).Error(err, "read namespace", "namespace", name)
+		return nil, fmt.Sprintf("sidecarset: the labels of namespace %s could not be read (%v): SidecarSets with a namespaceSelector were not considered", name, err), nil
+	}
+}
+
+// EventInterval is how often at most a SidecarSet gets an event of one
+// reason from injection. A Deployment scaling up creates its pods in a
+// burst; one event per set and reason says what a thousand would.
+const EventInterval = time.Minute
+
+// tell sends the events about each set, one per set and reason, unless
+// one was sent within EventInterval.
+func (m *PodMutator) tell(sets []*v1alpha1.SidecarSet, pod klog.ObjectRef, evs []inject.Event) {
+	if m.Recorder == nil || len(evs) == 0 {
+		return
+	}
+	for _, ev := range eventsBySetAndReason(evs) {
+		i := slices.IndexFunc(sets, func(s *v1alpha1.SidecarSet) bool { return s.Name == ev.Set })
+		if i < 0 || !m.limiter.allow(ev.Set, ev.Reason, time.Now()) {
+			continue
+		}
+		m.Recorder.Eventf(sets[i], nil, corev1.EventTypeWarning, ev.Reason, "Inject", "%s", truncate(fmt.Sprintf("pod %s: %s", pod, ev.Message), noteLimit))
+	}
+}
+
+// noteLimit is the longest event message the apiserver accepts, in bytes;
+// the recorder drops a longer one whole.
+const noteLimit = 1024
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "..."
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// eventsBySetAndReason joins the messages of evs with one set and reason
+// into one event, in the order they first come.
+func eventsBySetAndReason(evs []inject.Event) []inject.Event {
+	var out []inject.Event
+	for _, ev := range evs {
+		i := slices.IndexFunc(out, func(o inject.Event) bool { return o.Set == ev.Set && o.Reason == ev.Reason })
+		if i < 0 {
+			out = append(out, ev)
+			continue
+		}
+		out[i].Message += "; " + ev.Message
+	}
+	return out
+}
+
+// eventLimiter lets one event per SidecarSet and reason through per
+// EventInterval. The zero value is ready and safe for concurrent use.
+type eventLimiter struct {
+	mu   sync.Mutex
+	last map[[2]string]time.Time
+}
+
+// maxLimiterEntries bounds the limiter's memory: past it, entries older
+// than EventInterval (of deleted sets, of reasons that stopped) are dropped.
+const maxLimiterEntries = 4096
+
+func (l *eventLimiter) allow(set, reason string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := [2]string{set, reason}
+	if last, ok := l.last[key]; ok && now.Sub(last) < EventInterval {
+		return false
+	}
+	if l.last == nil {
+		l.last = map[[2]string]time.Time{}
+	}
+	if len(l.last) >= maxLimiterEntries {
+		for k, t := range l.last {
+			if now.Sub(t) >= EventInterval {
+				delete(l.last, k)
+			}
+		}
+	}
+	l.last[key] = now
+	return true
 }
 
 // podName names a pod for logs: pods of a controller often have only a

@@ -1,15 +1,22 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/validation"
 )
 
@@ -34,29 +41,81 @@ func (SidecarSetDefaulter) Default(_ context.Context, set *v1alpha1.SidecarSet) 
 // another SidecarSet, with the field path and the reason.
 type SidecarSetValidator struct {
 	// Reader must be the informer cache; the other SidecarSets come from it.
-	Reader  client.Reader
-	Options validation.Options
+	Reader client.Reader
+	// APIWriter, when set, asks the apiserver's own pod validation about a
+	// new or changed set's containers: a server-side dry-run create of
+	// validation.ProbePod in the manager's namespace (default when
+	// Options.ManagerNamespace is empty).
+	APIWriter client.Writer
+	Options   validation.Options
 }
 
 var _ admission.Validator[*v1alpha1.SidecarSet] = &SidecarSetValidator{}
 
-// ValidateCreate validates a new SidecarSet against the existing ones.
+// probeTimeout bounds the dry-run pod create; the apiserver gives the whole
+// webhook call 5 seconds.
+const probeTimeout = 2 * time.Second
+
+// ValidateCreate validates a new SidecarSet against the existing ones, then
+// its containers against the apiserver's pod validation.
 func (v *SidecarSetValidator) ValidateCreate(ctx context.Context, set *v1alpha1.SidecarSet) (admission.Warnings, error) {
 	others, err := v.others(ctx, set.Name)
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid(set, validation.ValidateCreate(set, others, v.Options))
+	if errs := validation.ValidateCreate(set, others, v.Options); len(errs) > 0 {
+		return nil, invalid(set, errs)
+	}
+	warnings, errs := v.probe(ctx, set)
+	return warnings, invalid(set, errs)
 }
 
 // ValidateUpdate validates a changed SidecarSet against its old self and the
-// other SidecarSets.
+// other SidecarSets, and, when what it puts into pods changed, its containers
+// against the apiserver's pod validation. Any other change (a partition, a
+// pause) is never held up by that, however old the set.
 func (v *SidecarSetValidator) ValidateUpdate(ctx context.Context, oldSet, newSet *v1alpha1.SidecarSet) (admission.Warnings, error) {
 	others, err := v.others(ctx, newSet.Name)
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid(newSet, validation.ValidateUpdate(oldSet, newSet, others, v.Options))
+	if errs := validation.ValidateUpdate(oldSet, newSet, others, v.Options); len(errs) > 0 {
+		return nil, invalid(newSet, errs)
+	}
+	if revision.Hash(&oldSet.Spec) == revision.Hash(&newSet.Spec) {
+		return nil, nil
+	}
+	warnings, errs := v.probe(ctx, newSet)
+	return warnings, invalid(newSet, errs)
+}
+
+// probe dry-run creates set's probe pod and returns the apiserver's field
+// errors about set's own fields. When the apiserver cannot be asked, or
+// refuses the pod for another reason (a Pod Security level or a quota of
+// the namespace, another admission webhook), set is accepted with a
+// warning: an outage must not block SidecarSet changes.
+func (v *SidecarSetValidator) probe(ctx context.Context, set *v1alpha1.SidecarSet) (admission.Warnings, field.ErrorList) {
+	if v.APIWriter == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	pod := validation.ProbePod(set, cmp.Or(v.Options.ManagerNamespace, metav1.NamespaceDefault))
+	err := v.APIWriter.Create(ctx, pod, client.DryRunAll)
+	if err == nil {
+		return nil, nil
+	}
+	var status apierrors.APIStatus
+	if apierrors.IsInvalid(err) && errors.As(err, &status) && status.Status().Details != nil {
+		errs, other := validation.ProbeErrors(set, status.Status().Details.Causes)
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		err = errors.New(strings.Join(other, "; "))
+	}
+	ctrl.LoggerFrom(ctx).Info("SidecarSet accepted without the apiserver's pod validation", "sidecarSet", set.Name, "err", err.Error())
+	return admission.Warnings{fmt.Sprintf(
+		"sidecarset: this SidecarSet's containers were not checked by the apiserver's pod validation (dry-run create of a pod in namespace %s: %v)", pod.Namespace, err)}, nil
 }
 
 // ValidateDelete allows every delete: pods keep the sidecars they run.

@@ -92,7 +92,8 @@ func sidecarSet(name string, podLabels map[string]string, containers ...corev1.C
 }
 
 // createSet creates set and waits until the manager's cache has it, since the
-// pod webhook answers from that cache.
+// pod webhook answers from that cache: until a pod it matches is injected, or
+// marked skipped.
 func createSet(t *testing.T, set *v1alpha1.SidecarSet) {
 	t.Helper()
 	if err := env.Client.Create(t.Context(), set); err != nil {
@@ -109,7 +110,8 @@ func createSet(t *testing.T, set *v1alpha1.SidecarSet) {
 		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
 			return false, err
 		}
-		return strings.Contains(probe.Annotations[v1alpha1.AnnotationInjected], set.Name), nil
+		return strings.Contains(probe.Annotations[v1alpha1.AnnotationInjected], set.Name) ||
+			strings.Contains(probe.Annotations[v1alpha1.AnnotationSkipped], set.Name), nil
 	})
 	if err != nil {
 		t.Fatalf("wait for the webhook to see SidecarSet %s: %v", set.Name, err)
