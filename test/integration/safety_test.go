@@ -366,6 +366,8 @@ func TestStalledRolloutInjectsCompletedRevision(t *testing.T) {
 	})
 
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
+	// The status of the resumed spec: the manager's cache holds it.
+	f.waitStatus("the resumed spec observed", func(v1alpha1.SidecarSetStatus) bool { return true })
 	f.createPod(f.newPod("p11"))
 	if got := image(f.pod("p11"), "exporter"); got != "exporter-pull-fails:v2" {
 		t.Errorf("new pod after resume got exporter %s, want the latest exporter-pull-fails:v2", got)
