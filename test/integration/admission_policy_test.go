@@ -146,18 +146,24 @@ func (f *fixture) imagePolicy(rewrite, want string) {
 	}
 }
 
-// waitInjecting waits until the webhook injects the fixture's SidecarSet
-// (its cache has seen it), probing with a pod created in dry-run.
-func (f *fixture) waitInjecting(container string) {
+// waitInjecting waits until the webhook injects containers into the
+// fixture's pods (its cache has seen the SidecarSets that declare them),
+// probing with a pod created in dry-run.
+func (f *fixture) waitInjecting(containers ...string) {
 	f.t.Helper()
 	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		probe := f.newPod("injection-probe")
 		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
 			return false, err
 		}
-		return image(probe, container) != "", nil
+		for _, c := range containers {
+			if image(probe, c) == "" {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		f.t.Fatalf("wait for the webhook to inject %s: %v", f.set, err)
+		f.t.Fatalf("wait for the webhook to inject %v: %v", containers, err)
 	}
 }

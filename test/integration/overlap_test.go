@@ -155,6 +155,7 @@ func (f *fixture) overlappingSets() (string, string) {
 		f.t.Fatalf("create SidecarSet %s: %v", second.Name, err)
 	}
 	f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), second) })
+	f.waitInjecting("exporter", "proxy")
 	return f.set, second.Name
 }
 
