@@ -407,69 +407,6 @@ func (r *Reconciler) expected(setName string, pods []matched) []matched {
 	return pods
 }
 
-// markPods keeps the pod conditions that show, on the pod itself, that it
-// cannot be updated in place or that a sidecar was edited by hand, and emits
-// one event on the set naming the pods that became so.
-func (r *Reconciler) markPods(ctx context.Context, set *v1alpha1.SidecarSet, pods []rollout.Pod, byKey map[types.NamespacedName]*corev1.Pod) error {
-	var newlyStuck, newlyDrifted []string
-	var errs []error
-	for _, p := range pods {
-		pod := byKey[p.Key]
-		upgradable := corev1.PodCondition{Type: v1alpha1.PodConditionUpgradable, Status: corev1.ConditionTrue,
-			Reason: "InPlace", Message: fmt.Sprintf("SidecarSet %s can update this pod's sidecars in place", set.Name)}
-		if !p.Upgradable {
-			upgradable.Status, upgradable.Reason = corev1.ConditionFalse, v1alpha1.ReasonUpdateImmutableField
-			upgradable.Message = fmt.Sprintf("SidecarSet %s changed more than images; the pod needs a recreate to take it", set.Name)
-		}
-		drifted := corev1.PodCondition{Type: PodConditionDrifted, Status: corev1.ConditionFalse,
-			Reason: "AsWritten", Message: fmt.Sprintf("SidecarSet %s: sidecar images are as written", set.Name)}
-		if len(p.Drifted) > 0 {
-			drifted.Status, drifted.Reason = corev1.ConditionTrue, "ImageChangedByHand"
-			drifted.Message = fmt.Sprintf("SidecarSet %s: image of %s differs from what the controller wrote",
-				set.Name, strings.Join(p.Drifted, ", "))
-		}
-		changedUpgradable := needsCondition(pod, upgradable, set.Name, !p.Upgradable)
-		changedDrifted := needsCondition(pod, drifted, set.Name, len(p.Drifted) > 0)
-		if !changedUpgradable && !changedDrifted {
-			continue
-		}
-		updated := pod.DeepCopy()
-		if changedUpgradable {
-			setPodCondition(updated, upgradable)
-		}
-		if changedDrifted {
-			setPodCondition(updated, drifted)
-		}
-		// A strategic merge patch sends only these conditions, merged by
-		// type; a JSON merge patch would send the whole list from the cache
-		// and could write back a Ready the kubelet has changed since.
-		if err := r.Client.Status().Patch(ctx, updated, client.StrategicMergeFrom(pod)); client.IgnoreNotFound(err) != nil {
-			// The other pods still get theirs, and the events below name
-			// only the pods whose condition landed.
-			errs = append(errs, fmt.Errorf("patch conditions of %s: %w", klog.KObj(pod), err))
-			continue
-		}
-		if changedUpgradable && !p.Upgradable {
-			newlyStuck = append(newlyStuck, p.Key.String())
-		}
-		if changedDrifted && len(p.Drifted) > 0 {
-			newlyDrifted = append(newlyDrifted, p.Key.String())
-			r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonDrifted, "Detect", "%s", drifted.Message)
-		}
-	}
-	if len(newlyStuck) > 0 {
-		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonNotUpgradable, "Classify",
-			"%d pod(s) cannot take this revision in place (something other than an image changed) and need a recreate: %s",
-			len(newlyStuck), podList(newlyStuck))
-	}
-	if len(newlyDrifted) > 0 {
-		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonDrifted, "Detect",
-			"%d pod(s) run a sidecar image changed by hand (driftPolicy %s): %s",
-			len(newlyDrifted), set.Spec.DriftPolicy, podList(newlyDrifted))
-	}
-	return errors.Join(errs...)
-}
-
 // podListLimit bounds the pod names in one event message. The apiserver
 // refuses an event whose message is over 1024 bytes, and the recorder then
 // drops it: a rollout step over a thousand pods would tell nothing at all.
@@ -490,39 +427,6 @@ func podList(names []string) string {
 		b.WriteString(name)
 	}
 	return b.String()
-}
-
-// needsCondition reports whether pod's condition must be written. A pod has
-// one condition of each type whatever the number of SidecarSets: a set
-// raises it, and clears only one it raised itself (its name is in the
-// message), so two sets never flip it back and forth. A set with nothing to
-// report writes nothing on a pod that has no such condition.
-func needsCondition(pod *corev1.Pod, want corev1.PodCondition, setName string, raise bool) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type != want.Type {
-			continue
-		}
-		if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
-			return false
-		}
-		mine := strings.Contains(c.Message, "SidecarSet "+setName+" ") || strings.Contains(c.Message, "SidecarSet "+setName+":")
-		return raise || mine
-	}
-	return raise
-}
-
-func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
-	c.LastTransitionTime = metav1.Now()
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == c.Type {
-			if pod.Status.Conditions[i].Status == c.Status {
-				c.LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
-			}
-			pod.Status.Conditions[i] = c
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, c)
 }
 
 // writeStatus computes the status, writes it when it changed, pauses a

@@ -47,7 +47,7 @@ const (
 const (
 	// PodConditionDrifted is True while a managed sidecar's image differs
 	// from what the controller wrote.
-	PodConditionDrifted corev1.PodConditionType = "SidecarSetDrifted"
+	PodConditionDrifted = status.PodConditionDrifted
 )
 
 // UnmanagedRecount is how often, at most, the pods that match a SidecarSet

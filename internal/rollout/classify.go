@@ -139,7 +139,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		if image, declared := latest.Containers[rc.Name]; declared && !c.Runs && image != c.Image {
 			p.StaleInit = append(p.StaleInit, c.Name)
 		}
-		if c.Image != rc.Image {
+		if !SameImage(rc.Image, c.Image) {
 			p.Drifted = append(p.Drifted, c.Name)
 		}
 	}

@@ -28,6 +28,8 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
 // PodMutatorPath is where the pod mutator is served.
@@ -119,7 +121,8 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if !dryRun {
 		m.tell(ptrs, klog.KRef(namespace, podName(pod)), res.Events)
 	}
-	if !res.Changed {
+	learned := recordAdmitted(res.Pod)
+	if !res.Changed && !learned {
 		return admission.Allowed("").WithWarnings(res.Warnings...)
 	}
 	out, err := json.Marshal(res.Pod)
@@ -127,8 +130,25 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode injected pod: %w", err))
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("injected sidecars", "pod", klog.KRef(namespace, podName(pod)),
-		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "dryRun", dryRun)
+		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "recordedAdmittedImages", learned, "dryRun", dryRun)
 	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(res.Warnings...)
+}
+
+// recordAdmitted makes pod's records hold the sidecar images its spec
+// carries now (rollout.RecordAdmitted) and reports whether they changed. On
+// a reinvocation they do when a mutator that ran after the injection
+// rewrote an image; the controller then sees no drift where nobody edited
+// anything. A state that cannot be read was warned about by Inject.
+func recordAdmitted(pod *corev1.Pod) bool {
+	state, err := revision.Decode(pod.Annotations)
+	if err != nil {
+		return false
+	}
+	state, changed := rollout.RecordAdmitted(state, pod)
+	if changed {
+		pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	}
+	return changed
 }
 
 // namespace returns the namespace named name: from the cache, or, when the

@@ -1,0 +1,144 @@
+package rollout
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// SameImage reports whether inSpec, a sidecar's image in the pod spec, means
+// what recorded, the image last written, says: then the container has not
+// drifted. Other admission policies rewrite images without changing what
+// runs (a digest-pinning policy appends the digest a tag resolves to; a
+// registry mirror serves the same content under another name), and
+// comparing strings would report every such pod as drifted, and make
+// driftPolicy Revert fight the policy for ever.
+//
+// References are compared as the container runtime reads them: a name
+// without a registry is on docker.io, a one-part Docker Hub name is under
+// library/, a name with neither tag nor digest has the tag latest, and a
+// digest decides the content whatever the name or tag beside it. So inSpec
+// means recorded when the strings are equal, when both name the same
+// repository and tag and neither has a digest, when both pin the same
+// digest, or when inSpec is recorded with a digest appended. A tag alone
+// says nothing about content, so a different tag, a different digest, a
+// tag replaced by a digest or a digest taken away, and a mirror named by
+// tag are drift.
+//
+// Worked cases:
+//
+//	recorded                  inSpec                       same
+//	x:v1                      x:v1                         true   equal
+//	nginx:1                   docker.io/library/nginx:1    true   Docker Hub defaults
+//	nginx                     index.docker.io/nginx:latest true   default tag and registry
+//	x:v1                      x:v1@sha256:aaa…             true   digest appended (a pinning policy)
+//	r.io/x:v1@sha256:aaa…     mirror.io/x@sha256:aaa…      true   same digest (a mirror)
+//	x:v1                      x:v2                         false  another tag
+//	x@sha256:aaa…             x@sha256:bbb…                false  another digest
+//	x:v1                      mirror.io/x:v1               false  a mirror by tag: its content may differ
+//	x:v1                      x@sha256:aaa…                false  tag replaced: which tag it was is unknown
+//	x:v1@sha256:aaa…          x:v1                         false  digest taken away: the tag may have moved
+//	x:v1                      x:v1@sha256:aaa…@sha256:aaa… false  not a reference
+func SameImage(recorded, inSpec string) bool {
+	if recorded == inSpec {
+		return true
+	}
+	r, ok := parseReference(recorded)
+	if !ok {
+		return false
+	}
+	s, ok := parseReference(inSpec)
+	if !ok {
+		return false
+	}
+	switch {
+	case r.digest != "" && s.digest != "":
+		return r.digest == s.digest
+	case r.digest != "":
+		return false
+	case s.digest != "" && !s.explicitTag:
+		return false
+	}
+	return r.repo == s.repo && r.tag == s.tag
+}
+
+// reference is an image reference normalised as the container runtime
+// reads it.
+type reference struct {
+	// repo is the repository with its registry, e.g.
+	// docker.io/library/nginx.
+	repo string
+	// tag is the tag; "latest" when neither tag nor digest is given.
+	tag         string
+	explicitTag bool
+	// digest is "algorithm:hex" or "".
+	digest string
+}
+
+// parseReference reads name[:tag][@digest]. It checks only what the
+// comparison needs; an image the runtime cannot pull fails there.
+func parseReference(s string) (reference, bool) {
+	var r reference
+	name := s
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		name, r.digest = s[:i], s[i+1:]
+		if !isDigest(r.digest) {
+			return reference{}, false
+		}
+	}
+	// A colon after the last slash starts the tag; one before it is a
+	// registry port.
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name, r.tag, r.explicitTag = name[:i], name[i+1:], true
+		if r.tag == "" {
+			return reference{}, false
+		}
+	}
+	if name == "" || strings.ContainsAny(name, " \t") {
+		return reference{}, false
+	}
+	if r.tag == "" && r.digest == "" {
+		r.tag = "latest"
+	}
+	// The first part names a registry only if it looks like a host: a dot,
+	// a port, or localhost. Otherwise the image is on Docker Hub.
+	domain, rest := "docker.io", name
+	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
+		domain, rest = name[:i], name[i+1:]
+	}
+	if domain == "index.docker.io" {
+		domain = "docker.io"
+	}
+	if domain == "docker.io" && !strings.Contains(rest, "/") {
+		rest = "library/" + rest
+	}
+	r.repo = domain + "/" + rest
+	return r, true
+}
+
+// RecordAdmitted returns state with every recorded container's image set to
+// the one pod's spec carries, and whether that changed anything. The pod
+// webhook calls it on a pod being created, after injecting it: a mutator
+// that runs after the webhook (a MutatingAdmissionPolicy re-run because the
+// webhook changed the pod, a later webhook) may rewrite an injected image,
+// and the apiserver then reinvokes the webhook (reinvocationPolicy
+// IfNeeded), which records what will be stored rather than what it wrote.
+// Nobody has edited a pod that does not exist yet, so whatever admission
+// made of the image is what was written. The input is not modified.
+func RecordAdmitted(state revision.State, pod *corev1.Pod) (revision.State, bool) {
+	out := make(revision.State, len(state))
+	changed := false
+	for set, rec := range state {
+		rec.Containers = append([]revision.ContainerState(nil), rec.Containers...)
+		for i, rc := range rec.Containers {
+			if spec, _, found := specContainer(pod, rc.Name); found && spec.Image != rc.Image {
+				rec.Containers[i].Image = spec.Image
+				changed = true
+			}
+		}
+		out[set] = rec
+	}
+	return out, changed
+}
