@@ -347,11 +347,23 @@ func (r *Reconciler) expect(setName string, pod *corev1.Pod) {
 	defer r.mu.Unlock()
 	m := r.writes[setName]
 	if m == nil {
-		m = map[types.NamespacedName]*corev1.Pod{}
+		m = map[types.NamespacedName]podWrite{}
 		r.writes[setName] = m
 	}
-	m[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
+	m[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podWrite{pod: pod, at: r.Clock.Now()}
 }
+
+// podWrite is a pod as a write of the controller left it.
+type podWrite struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+// expectationTTL bounds how long a write is trusted over the cache. The
+// cache shows a write within moments; one it never shows was overtaken by
+// an edit rollout.Fresher cannot recognise (someone else rewrote the
+// record), and the cache is then the truth.
+const expectationTTL = time.Minute
 
 // freshest returns the pod, or the version of it that any SidecarSet's
 // last write made when the cache has not caught up with that write.
@@ -361,7 +373,7 @@ func (r *Reconciler) freshest(pod *corev1.Pod) *corev1.Pod {
 	defer r.mu.Unlock()
 	for setName, writes := range r.writes {
 		if written, ok := writes[key]; ok {
-			if fresh, caughtUp := rollout.Fresher(pod, written, setName); !caughtUp {
+			if fresh, caughtUp := rollout.Fresher(pod, written.pod, setName); !caughtUp {
 				pod = fresh
 			}
 		}
@@ -381,6 +393,7 @@ func (r *Reconciler) expected(setName string, pods []matched) []matched {
 		return pods
 	}
 	seen := make(map[types.NamespacedName]bool, len(writes))
+	now := r.Clock.Now()
 	for i, p := range pods {
 		key := types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}
 		written, ok := writes[key]
@@ -388,8 +401,8 @@ func (r *Reconciler) expected(setName string, pods []matched) []matched {
 			continue
 		}
 		seen[key] = true
-		fresh, caughtUp := rollout.Fresher(p.pod, written, setName)
-		if caughtUp {
+		fresh, caughtUp := rollout.Fresher(p.pod, written.pod, setName)
+		if caughtUp || now.Sub(written.at) > expectationTTL {
 			delete(writes, key)
 			continue
 		}

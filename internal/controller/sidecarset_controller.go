@@ -86,7 +86,7 @@ type Reconciler struct {
 	written   map[string]writtenStatus
 	// writes keeps, per SidecarSet, the pods it wrote that the cache has
 	// not shown since (rollout.Fresher).
-	writes map[string]map[types.NamespacedName]*corev1.Pod
+	writes map[string]map[types.NamespacedName]podWrite
 }
 
 // writtenStatus is a status the controller wrote over the set's
@@ -112,7 +112,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.unmanaged = map[string]unmanagedCount{}
 	r.written = map[string]writtenStatus{}
-	r.writes = map[string]map[types.NamespacedName]*corev1.Pod{}
+	r.writes = map[string]map[types.NamespacedName]podWrite{}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Status writes, this controller's own, need no reconcile.
 		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -40,10 +40,11 @@ type Pod struct {
 	// lost nothing by the write, and it may stay not ready for reasons of
 	// its own.
 	Disrupting bool
-	// Back: the rollout disrupted this pod and it is back, ready with every
-	// running sidecar complete, but its record still says disrupted. The
-	// record is settled (ActionSettle) so that the pod going unready later,
-	// for whatever reason, is not taken for the rollout's disruption.
+	// Back: the last write into the pod is done: every running sidecar is
+	// complete and, if the write disrupted the pod, the pod is ready again.
+	// The record still describes the write; it is settled (ActionSettle),
+	// so that a sidecar or the pod failing later, for whatever reason, is
+	// not taken for the write in flight or the rollout's disruption.
 	Back bool
 	// Upgradable: the pod differs from the latest revision at most in
 	// images: the record's ImagelessHash is the latest one and every latest
@@ -81,9 +82,14 @@ type Container struct {
 	// Image is the image in the pod spec now.
 	Image string
 	// ContainerID and ImageID are from the container's status, "" without
-	// one.
+	// one; a waiting container shows those of its last exited instance.
 	ContainerID string
 	ImageID     string
+	// Running: the container's status says running.
+	Running bool
+	// InFlight: the controller wrote the container in place and the write
+	// is not complete yet.
+	InFlight bool
 	// Recorded is the container's record.
 	Recorded revision.ContainerState
 	// Complete is UpdateComplete for a container that Runs; false for one
@@ -107,7 +113,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		PodReady:   podReady(pod),
 		Pending:    pod.Status.Phase == corev1.PodPending,
 	}
-	complete := true
+	// wrote: some running sidecar still carries the record of a write.
+	complete, wrote := true, false
 	for _, rc := range rec.Containers {
 		spec, init, found := specContainer(pod, rc.Name)
 		if !found {
@@ -124,6 +131,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			Image:       spec.Image,
 			ContainerID: st.ContainerID,
 			ImageID:     st.ImageID,
+			Running:     st.State.Running != nil,
 			Recorded:    rc,
 		}
 		if c.Runs {
@@ -131,8 +139,10 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			if !c.Complete {
 				complete = false
 				if written(rc) {
-					p.Updating = true
+					c.InFlight, p.Updating, wrote = true, true, true
 				}
+			} else if written(rc) {
+				wrote = true
 			}
 		}
 		p.Containers = append(p.Containers, c)
@@ -150,9 +160,19 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 	}
 	p.Ready = p.PodReady && complete
-	disrupted := rec.Write != nil && rec.Write.WasReady
-	p.Back = disrupted && p.Ready
-	p.Disrupting = disrupted && !p.Ready
+	switch {
+	case rec.Write == nil:
+		// Written before writes were kept, by a version that wrote ready
+		// pods only within maxUnavailable: an update in flight is taken
+		// for a disruption, as that version counted it.
+		p.Disrupting = p.Updating
+	case rec.Write.WasReady:
+		p.Disrupting = !p.Ready
+		p.Back = p.Ready
+	default:
+		p.Back = complete
+	}
+	p.Back = p.Back || (rec.Write == nil && wrote && complete)
 	return p
 }
 
@@ -213,14 +233,15 @@ func podReady(pod *corev1.Pod) bool {
 
 // Disrupted reports whether any SidecarSet's rollout disrupted pod and it is
 // not back yet (Pod.Disrupting for one of the records in state). latest maps
-// set names to their latest Hash; a set it does not name is judged on the
-// revision it recorded. PodDisruptionBudgets are shared by every set, so a
+// the existing sets' names to their latest Hash; the records of a set it
+// does not name (deleted) are left out. PodDisruptionBudgets are shared by every set, so a
 // pod one set disrupted is spent for all of them.
 func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string) bool {
 	for name, rec := range state {
 		hash, ok := latest[name]
 		if !ok {
-			hash = rec.Hash
+			// A deleted set: nothing settles its records any more.
+			continue
 		}
 		if Classify(pod, rec, Latest{Hash: hash}).Disrupting {
 			return true

@@ -29,7 +29,15 @@ import (
 //     it synced), and has nothing to restart.
 //
 // Until the kubelet reports (status.observedGeneration) the generation the
-// write produced, nothing it reports proves anything about the write.
+// write produced, nothing it reports proves anything about the write. Having
+// reported it proves less than it seems: the kubelet publishes a sync's
+// status before acting on the spec, so its first status at that generation
+// still shows the container the previous sync left. A new containerID is
+// what proves the restart; the generation only rules out a container
+// restarted for another reason (a crash) before the kubelet saw the write.
+// The same container counts only once the generation is reported: then the
+// kubelet has seen the written spec and left the container running, which
+// it does only when that container already matches it.
 //
 // Neither imageID nor digest alone proves a restart. Pinning x:v1 to
 // x@sha256:<v1's digest> restarts the container although the running imageID
@@ -57,7 +65,7 @@ import (
 //	written x@sha256:aaa…,  c2 running r/x@sha256:aaa…           → true
 //	written x:v1 (undo),    c3 running r/x@sha256:aaa…           → true  (back to what ran before)
 //	written x:v1 (undo),    c2 running r/x@sha256:bbb…           → false (x:v2's container, about to go)
-//	written x:v1 (undo),    c1 still running                     → true  (the kubelet never acted)
+//	written x:v1 (undo),    c1 still running, generation seen    → true  (the kubelet never acted)
 //	written x:v2,           c2 running, observedGeneration < write's → false
 //	written x:v2,           waiting ErrImagePull                 → false
 //	no write,               c1 running                           → true  (as injected)
@@ -76,7 +84,7 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 	}
 	backToPrevious := rc.PreviousImage != "" && rc.PreviousImage == rc.Image
 	if rc.PreviousContainerID != "" && st.ContainerID == rc.PreviousContainerID {
-		return backToPrevious
+		return backToPrevious && observedGeneration >= write.Generation
 	}
 	if backToPrevious && rc.PreviousImageID != "" {
 		return sameImageID(st.ImageID, rc.PreviousImageID)
@@ -92,19 +100,6 @@ func sameImageID(a, b string) bool {
 		return da == db
 	}
 	return a == b
-}
-
-// declaredDigest returns the digest an image reference is pinned to
-// ("repo:tag@sha256:<hex>" or "repo@sha256:<hex>"), or "".
-func declaredDigest(image string) string {
-	i := strings.LastIndex(image, "@")
-	if i < 0 {
-		return ""
-	}
-	if d := image[i+1:]; isDigest(d) {
-		return d
-	}
-	return ""
 }
 
 // imageIDDigest returns the digest in a container status imageID, in either

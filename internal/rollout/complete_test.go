@@ -71,9 +71,20 @@ func TestUpdateComplete(t *testing.T) {
 			status: status(c2, "r/x@"+bbb), want: false,
 		},
 		{
-			// A→B→A before the kubelet synced: nothing to restart.
+			// A→B→A before the kubelet synced: nothing to restart, once it
+			// has seen the spec.
 			name: "undo, the kubelet never acted", recorded: written("x:v1"), write: write,
-			status: status(c1, "r/x@"+aaa), want: true,
+			status: status(c1, "r/x@"+aaa), observed: 3, want: true,
+		},
+		{
+			name: "undo, the kubelet has not seen it yet", recorded: written("x:v1"), write: write,
+			status: status(c1, "r/x@"+aaa), observed: 2, want: false,
+		},
+		{
+			// Without observedGeneration (a kubelet that does not report
+			// it) the same container proves nothing.
+			name: "undo, no observedGeneration", recorded: written("x:v1"), write: write,
+			status: status(c1, "r/x@"+aaa), want: false,
 		},
 		{
 			name: "kubelet has not seen the write's generation", recorded: written("x:v2"), write: write,
@@ -126,23 +137,20 @@ func TestUpdateComplete(t *testing.T) {
 func TestDigests(t *testing.T) {
 	d := digest("a")
 	tests := []struct {
-		in                   string
-		wantDeclared, wantID string
+		in     string
+		wantID string
 	}{
 		{in: "x:v1"},
 		{in: "registry:5000/x:v1"},
-		{in: "x@" + d, wantDeclared: d, wantID: d},
-		{in: "registry:5000/x:v1@" + d, wantDeclared: d, wantID: d},
+		{in: "x@" + d, wantID: d},
+		{in: "registry:5000/x:v1@" + d, wantID: d},
 		{in: d, wantID: d},
-		{in: "docker-pullable://x@" + d, wantDeclared: d, wantID: d},
+		{in: "docker-pullable://x@" + d, wantID: d},
 		{in: "docker://" + d, wantID: d},
 		{in: "x@sha256:short"},
 		{in: "x@sha256:" + "Z" + d[len("sha256:")+1:]},
 	}
 	for _, tt := range tests {
-		if got := declaredDigest(tt.in); got != tt.wantDeclared {
-			t.Errorf("declaredDigest(%q) = %q, want %q", tt.in, got, tt.wantDeclared)
-		}
 		if got := imageIDDigest(tt.in); got != tt.wantID {
 			t.Errorf("imageIDDigest(%q) = %q, want %q", tt.in, got, tt.wantID)
 		}

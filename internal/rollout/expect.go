@@ -27,12 +27,14 @@ import (
 //	cached record R2                          → cached, caught up
 //	cached record R2, status newer            → cached, caught up
 //	cached record R2, another set's record new → cached, caught up
+//	cached record R1, generation above the written one's → cached, caught up
 func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 	if cached.UID != written.UID {
 		// Another pod of the same name: the written one is gone.
 		return cached, true
 	}
-	if recordOf(cached, setName) == recordOf(written, setName) {
+	if cached.Generation > written.Generation || recordOf(cached, setName) == recordOf(written, setName) {
+		// A newer spec than the one written is a later version too.
 		return cached, true
 	}
 	return written, false

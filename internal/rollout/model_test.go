@@ -111,7 +111,12 @@ type mctr struct {
 	// image it was started from (or failed to start from, when waiting).
 	instance int
 	image    string
-	waiting  bool
+	// waiting: the container does not run (its image does not pull, or it
+	// crashed and waits to restart); last and lastImage are its last exited
+	// instance, which a waiting container's status shows.
+	waiting   bool
+	last      int
+	lastImage string
 	// warm counts the syncs until a new container is ready.
 	warm int
 }
@@ -120,10 +125,11 @@ type mpod struct {
 	pod        *corev1.Pod
 	ctrs       []*mctr
 	neverReady bool
+	// oldKubelet: the node's kubelet does not report observedGeneration.
+	oldKubelet bool
 	// disrupted names the sets whose write disrupted the pod while it was
 	// ready, until it is ready again with every written image running.
 	disrupted map[string]bool
-	appID     int
 }
 
 type mbudget struct {
@@ -232,7 +238,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	}
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]bool{}}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]bool{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -264,11 +270,16 @@ func specImage(pod *corev1.Pod, name string) string {
 
 // sync is one kubelet sync of a pod: it reports the status of the
 // containers as they are (observedGeneration the pod's generation), then
-// restarts every running container whose spec image changed. What it did
-// shows in the next sync's status.
+// acts: it restarts every running container whose spec image changed, and
+// a crashed one; a container of an image that crashes exits. What it did
+// shows in the next sync's status, as on a real node, where the kubelet
+// publishes a sync's status before acting on the spec.
 func (m *model) sync(p *mpod) {
 	pod := p.pod
 	st := corev1.PodStatus{Phase: corev1.PodRunning, ObservedGeneration: pod.Generation}
+	if p.oldKubelet {
+		st.ObservedGeneration = 0
+	}
 	ready := !p.neverReady
 	for _, c := range p.ctrs {
 		cs := corev1.ContainerStatus{Name: c.name, Image: c.image}
@@ -277,14 +288,21 @@ func (m *model) sync(p *mpod) {
 			cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.instance), imageIDOf(c.image)
 			cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}
 		case c.waiting:
-			cs.ImageID = imageIDOf(c.image)
+			// The kubelet shows the last exited instance of a waiting
+			// container.
+			if c.last > 0 {
+				cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.last), imageIDOf(c.lastImage)
+			}
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}
+			if crashes(c.image) {
+				cs.State.Waiting.Reason = "CrashLoopBackOff"
+			}
 			ready = false
 		case c.instance > 0:
 			cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.instance), imageIDOf(c.image)
 			cs.State.Running = &corev1.ContainerStateRunning{}
-			cs.Ready = c.warm == 0
-			ready = ready && c.warm == 0
+			cs.Ready = c.warm == 0 && !crashes(c.image)
+			ready = ready && cs.Ready
 		default:
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 			ready = false
@@ -315,9 +333,14 @@ func (m *model) sync(p *mpod) {
 				m.instance++
 				c.instance, c.image = m.instance, want
 			}
+		case c.instance > 0 && c.image == want && crashes(c.image):
+			c.last, c.lastImage, c.instance, c.waiting = c.instance, c.image, 0, true
 		case c.instance == 0 && !c.waiting, c.image != want, c.waiting && !pullFails(want):
-			if c.name == "app" && c.instance > 0 {
+			if c.name == "app" && (c.instance > 0 || c.last > 0) {
 				m.t.Fatalf("pod %s: app container restarted (%s → %s)", pod.Name, c.image, want)
+			}
+			if c.instance > 0 {
+				c.last, c.lastImage = c.instance, c.image
 			}
 			c.image = want
 			if pullFails(want) {
@@ -325,16 +348,16 @@ func (m *model) sync(p *mpod) {
 				continue
 			}
 			m.instance++
-			c.instance, c.waiting, c.warm = m.instance, false, 1
-			if c.name == "app" {
-				p.appID = c.instance
-			}
+			c.instance, c.waiting = m.instance, false
+			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
 		}
 	}
 	if m.back(p) {
 		clear(p.disrupted)
 	}
 }
+
+func crashes(ref string) bool { return strings.Contains(ref, "crashes") }
 
 // back reports whether the kubelet runs every written image of p and p is
 // ready.
@@ -343,7 +366,7 @@ func (m *model) back(p *mpod) bool {
 		return false
 	}
 	for _, c := range p.ctrs {
-		if c.runs && (c.waiting || c.instance == 0 || c.warm > 0 || c.image != specImage(p.pod, c.name)) {
+		if c.runs && (c.waiting || c.instance == 0 || c.warm > 0 || crashes(c.image) || c.image != specImage(p.pod, c.name)) {
 			return false
 		}
 	}
@@ -569,12 +592,14 @@ func (m *model) setImage(s *mset) {
 		c = &spec.InitContainers[i-1].Container
 	}
 	version := rapid.SampledFrom([]string{"v1", "v2", "v3"}).Draw(m.t, "version")
-	switch rapid.IntRange(0, 3).Draw(m.t, "image-kind") {
+	switch rapid.IntRange(0, 4).Draw(m.t, "image-kind") {
 	case 0:
 		// A digest pin of the tag: the same content, a new reference.
 		c.Image = c.Name + "@" + content(c.Name+":"+version)
 	case 1:
 		c.Image = c.Name + "-pull-fails:" + version
+	case 2:
+		c.Image = c.Name + "-crashes:" + version
 	default:
 		c.Image = c.Name + ":" + version
 	}

@@ -142,6 +142,9 @@ const (
 	HeldPaused HoldReason = "Paused"
 	// HeldNotUpdate: updateStrategy.type is NotUpdate.
 	HeldNotUpdate HoldReason = "NotUpdate"
+	// HeldInFlight: the pod's last write is not done, and the container it
+	// restarts runs.
+	HeldInFlight HoldReason = "InFlight"
 )
 
 // Held is a pod that waits.
@@ -291,18 +294,11 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 
-	// Settling a pod that is back is bookkeeping, not a rollout step: it
-	// is done paused or not. A pod written now gets a new record anyway.
-	for _, p := range pods {
-		if p.Back && !inWork[p.Key] {
-			plan.Updates = append(plan.Updates, settleOf(p))
-		}
-	}
-
 	if stop, reason, msg := stopped(in.Strategy); stop {
 		for _, w := range work {
 			plan.Held = append(plan.Held, Held{w.pod.Key, reason, msg})
 		}
+		plan.Updates = settle(pods, plan.Updates)
 		sortHeld(plan.Held)
 		return plan, nil
 	}
@@ -321,6 +317,16 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 	for _, w := range work {
+		if c, ok := w.pod.runningInFlight(); ok {
+			// Written again now, the pod could show, as the kubelet's first
+			// status of the new spec, the container of the write in flight
+			// running and ready, and be judged done just before the kubelet
+			// replaces it. A write whose container does not run (a pull that
+			// fails, a crash loop) is written over at once: an undo.
+			plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight, fmt.Sprintf(
+				"the kubelet has not finished the last write of %s yet", c)})
+			continue
+		}
 		var u PodUpdate
 		if w.action == ActionUpdate {
 			u = updateOf(w.pod, in.Latest)
@@ -351,8 +357,36 @@ func Next(in Input) (Plan, error) {
 		}
 		plan.Updates = append(plan.Updates, u)
 	}
+	plan.Updates = settle(pods, plan.Updates)
 	sortHeld(plan.Held)
 	return plan, nil
+}
+
+// settle appends to updates a settle of every pod that is Back and not
+// written by them. Settling is bookkeeping, not a rollout step: it is done
+// paused or not, and whatever holds the pod's next update.
+func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
+	written := make(map[types.NamespacedName]bool, len(updates))
+	for _, u := range updates {
+		written[u.Pod] = true
+	}
+	for _, p := range pods {
+		if p.Back && !written[p.Key] {
+			updates = append(updates, settleOf(p))
+		}
+	}
+	return updates
+}
+
+// runningInFlight returns the name of a sidecar of p whose write is in
+// flight while it runs.
+func (p Pod) runningInFlight() (string, bool) {
+	for _, c := range p.Containers {
+		if c.InFlight && c.Running {
+			return c.Name, true
+		}
+	}
+	return "", false
 }
 
 // restartsRunning reports whether u changes the image of a container of p
@@ -469,10 +503,16 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 	return u
 }
 
-// settleOf records that p, which the rollout disrupted, is back.
+// settleOf forgets p's last write, which is done: the record reads as
+// after injection, so that a sidecar failing later is judged as any
+// running container, not as a write in flight.
 func settleOf(p Pod) PodUpdate {
 	u := PodUpdate{Pod: p.Key, Action: ActionSettle, State: p.Record}
-	u.State.Write = &revision.Write{Generation: p.Record.Write.Generation}
+	u.State.Write = nil
+	u.State.Containers = make([]revision.ContainerState, len(p.Record.Containers))
+	for i, rc := range p.Record.Containers {
+		u.State.Containers[i] = settled(rc)
+	}
 	return u
 }
 
@@ -501,6 +541,12 @@ func revertOf(p Pod) PodUpdate {
 // edit leaves it unknown what the running container was started from.
 func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	if written(rc) && !c.Complete {
+		if rc.PreviousContainerID == "" && rc.PreviousImage == "" {
+			// Written before containerIDs were kept: the container that
+			// does not run now (Next writes over no running one in flight)
+			// is the one to see replaced.
+			rc.PreviousContainerID = c.ContainerID
+		}
 		return rc
 	}
 	rc.PreviousContainerID = c.ContainerID

@@ -42,8 +42,15 @@ func mk(name string, opts ...opt) Pod {
 	for _, o := range opts {
 		o(&p)
 	}
-	disrupted := p.Record.Write != nil && p.Record.Write.WasReady
-	p.Disrupting, p.Back = disrupted && !p.Ready, disrupted && p.Ready
+	// As Classify derives them.
+	switch w := p.Record.Write; {
+	case w == nil:
+		p.Disrupting = p.Updating
+	case w.WasReady:
+		p.Disrupting, p.Back = !p.Ready, p.Ready
+	default:
+		p.Back = !p.Updating
+	}
 	return p
 }
 
@@ -55,25 +62,24 @@ func containerID(pod string, n int) string {
 // updated: on the latest revision, swapped by the kubelet, ready, and its
 // record settled since.
 func updated(p *Pod) {
-	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1"),
-		PreviousContainerID: containerID(p.Key.Name, 1), PreviousImage: "exporter:v1"}
+	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v2"}
 	p.Record = revision.SetState{Revision: planLatest.Name, Hash: planLatest.Hash, ImagelessHash: planLatest.ImagelessHash,
-		Write: &revision.Write{Generation: 2}, Containers: []revision.ContainerState{rc}}
+		Containers: []revision.ContainerState{rc}}
 	p.Containers = []Container{{Name: "exporter", Runs: true, ContainerID: containerID(p.Key.Name, 2), Image: "exporter:v2",
-		ImageID: imageID("exporter:v2"), Recorded: rc, Complete: true}}
+		ImageID: imageID("exporter:v2"), Running: true, Recorded: rc, Complete: true}}
 	p.Updated = true
 }
 
 // updating: written to the latest revision while ready, the kubelet has not
 // swapped.
 func updating(p *Pod) {
-	updated(p)
-	disrupted(p)
-	p.Containers[0].ContainerID = containerID(p.Key.Name, 1)
-	p.Containers[0].ImageID = imageID("exporter:v1")
-	p.Containers[0].Complete = false
-	p.Updating = true
-	p.Ready = false
+	rc := revision.ContainerState{Name: "exporter", Image: "exporter:v2", PreviousImageID: imageID("exporter:v1"),
+		PreviousContainerID: containerID(p.Key.Name, 1), PreviousImage: "exporter:v1"}
+	p.Record = revision.SetState{Revision: planLatest.Name, Hash: planLatest.Hash, ImagelessHash: planLatest.ImagelessHash,
+		Write: &revision.Write{WasReady: true, Generation: 2}, Containers: []revision.ContainerState{rc}}
+	p.Containers = []Container{{Name: "exporter", Runs: true, ContainerID: containerID(p.Key.Name, 1), Image: "exporter:v2",
+		ImageID: imageID("exporter:v1"), Running: true, InFlight: true, Recorded: rc}}
+	p.Updated, p.Updating, p.Ready = true, true, false
 }
 
 // notDisrupted: the pod's last write found it not ready.
@@ -84,7 +90,7 @@ func notDisrupted(p *Pod) {
 // disrupted: the pod's last write found it ready, and the record has not
 // been settled since.
 func disrupted(p *Pod) {
-	p.Record.Write.WasReady = true
+	p.Record.Write = &revision.Write{WasReady: true, Generation: 2}
 }
 
 func notReady(p *Pod) {
@@ -340,7 +346,7 @@ func TestNext(t *testing.T) {
 			name:     "maxUnavailable 1, p01 back but not settled: settle it, and p02 goes",
 			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
 			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p01 Settle", "p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
 			// Defect: pods written while not ready held maxUnavailable
@@ -657,6 +663,7 @@ func TestDisruptionKept(t *testing.T) {
 		// goes beside it.
 		p := mk("p01", updating, notReady)
 		p.Record.Hash, p.Updated = "older", false
+		p.Containers[0].Running = false
 		plan, err := Next(Input{Latest: planLatest, Pods: []Pod{p, mk("p02")}, Strategy: strategy("0", "1")})
 		if err != nil {
 			t.Fatal(err)
@@ -666,6 +673,20 @@ func TestDisruptionKept(t *testing.T) {
 		}
 		if u := plan.Updates[0]; u.Disrupts || u.State.Write == nil || !u.State.Write.WasReady {
 			t.Errorf("rewrite of p01: Disrupts %v, Write %+v; want no new disruption and the old one kept", u.Disrupts, u.State.Write)
+		}
+	})
+	t.Run("a write in flight whose container runs is not written over", func(t *testing.T) {
+		// Written over now, the kubelet's first status of the new spec
+		// could show the container of the write in flight running and
+		// ready, taken for the new one just before it is replaced.
+		p := mk("p01", updating)
+		p.Record.Hash, p.Updated = "older", false
+		plan, err := Next(Input{Latest: planLatest, Pods: []Pod{p}, Strategy: strategy("0", "1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(outcome{Held: map[string]HoldReason{"p01": HeldInFlight}}, outcomeOf(plan)); diff != "" {
+			t.Errorf("Next (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("a pod disrupted by one set stays so while another set keeps it unready", func(t *testing.T) {

@@ -94,16 +94,19 @@ type Result struct {
 //   - the rollout (re)starts: the latest revision is new, or the previous
 //     status did not show it progressing (no status yet, paused, NotUpdate,
 //     complete), except when it showed it stalled;
-//   - updatedPods, readyPods or updatedReadyPods grew since the previous
-//     status;
+//   - updatedPods or updatedReadyPods grew since the previous status (not
+//     readyPods: pods flapping, or new pods of a scale-up, are no progress
+//     of the rollout);
 //   - the plan writes a pod. A plan never writes the same pod twice for the
 //     same reason (once written it is updated, or no longer drifted), so a
 //     non-empty plan means the planned set changed.
 //
-// The deadline clock runs only while there is rollout work, from
-// status.lastProgressTime: kept in the status, it survives a manager
-// restart. Stalled: the rollout is active (RollingUpdate, not paused), has
-// work, and either progressDeadlineSeconds (default 600) passed since the
+// The deadline clock runs only while there is rollout work other than due
+// pods that a PodDisruptionBudget alone holds, from status.lastProgressTime:
+// kept in the status, it survives a manager restart. A budget that allows
+// nothing keeps the rollout Progressing, saying so, but never makes it stall
+// and pause itself. Stalled: the rollout is active (RollingUpdate, not
+// paused), has such work, and either progressDeadlineSeconds (default 600) passed since the
 // last progress, or the previous status already showed it stalled and
 // nothing progressed since. After the controller pauses a stalled rollout,
 // Stalled stays True (with the message of the moment it stalled) until the
@@ -186,6 +189,10 @@ func Compute(in Input) Result {
 	active := !notUpdate && !in.Strategy.Paused
 	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > 0)
 	complete := !work
+	// Due pods that only a PodDisruptionBudget holds are not the rollout's
+	// failure: the budget is spent by others, or allows nothing. The
+	// rollout waits for it, says so, and does not stall on it.
+	failing := c.inFlight > 0 || (!notUpdate && in.Plan.Due > heldBy(in.Plan.Held, rollout.HeldByDisruptionBudget))
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
@@ -197,7 +204,6 @@ func Compute(in Input) Result {
 		(prevProgressing.Status != metav1.ConditionTrue && prevProgressing.Reason != ReasonProgressDeadlineExceeded)
 	progressed := restarted ||
 		st.UpdatedPods > prev.UpdatedPods ||
-		st.ReadyPods > prev.ReadyPods ||
 		st.UpdatedReadyPods > prev.UpdatedReadyPods ||
 		len(in.Plan.Updates) > 0
 
@@ -207,7 +213,7 @@ func Compute(in Input) Result {
 		deadline = time.Duration(*s) * time.Second
 	}
 	var left time.Duration
-	if work && active {
+	if failing && active {
 		// The clock runs only while there is work: a set with nothing to do
 		// cannot stall, however long it stays so.
 		last := now
@@ -217,7 +223,7 @@ func Compute(in Input) Result {
 		st.LastProgressTime = &last
 		left = deadline - now.Sub(last.Time)
 	}
-	stalled := active && work && (left <= 0 || (prevStalled && !progressed))
+	stalled := active && failing && (left <= 0 || (prevStalled && !progressed))
 
 	shown := sc
 	prefix := ""
@@ -240,7 +246,9 @@ func Compute(in Input) Result {
 		reason, message = ReasonPaused, "updateStrategy.paused is true: "+summary
 	default:
 		reason, message = ReasonUpdating, summary
-		res.RecheckAfter = left
+		if failing {
+			res.RecheckAfter = left
+		}
 	}
 	res.PauseRollout = stalled
 
@@ -266,6 +274,17 @@ func Compute(in Input) Result {
 	}
 	res.Status = st
 	return res
+}
+
+// heldBy counts the held pods of a reason.
+func heldBy(held []rollout.Held, reason rollout.HoldReason) int {
+	n := 0
+	for _, h := range held {
+		if h.Reason == reason {
+			n++
+		}
+	}
+	return n
 }
 
 // counts are the pod counts the summary tells beside the status fields.

@@ -418,6 +418,25 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// A budget that allows nothing is not the rollout's failure: it
+			// waits, says so, and does not stall and pause itself.
+			name:     "due pods held by a budget alone do not stall",
+			pods:     fleet(2, mix{}),
+			strategy: rolling("0"),
+			budgets: map[types.NamespacedName][]rollout.Budget{
+				{Namespace: "db", Name: "p01"}: {{Name: "db/one", DisruptionsAllowed: 0}},
+				{Namespace: "db", Name: "p02"}: {{Name: "db/one", DisruptionsAllowed: 0}},
+			},
+			previous:     statusOf(2, 0, 2, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			lastProgress: ago(2 * time.Hour),
+			want: Result{
+				Status: statusOf(2, 0, 2, 0, conds(
+					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 2 held by a PodDisruptionBudget", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 held by a PodDisruptionBudget", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 held by a PodDisruptionBudget", hourAgo})),
+			},
+		},
+		{
 			// Defect: progress time lived in memory. A restarted manager
 			// reads it from the status and stalls on time.
 			name:         "the deadline runs from lastProgressTime in the status",
