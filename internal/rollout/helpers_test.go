@@ -101,25 +101,17 @@ func setRecord(pod *corev1.Pod, rec revision.SetState) {
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(revision.State{setName: rec})
 }
 
-// applyUpdate does what the controller does with a PodUpdate: write the
-// images and the record in one go. The apiserver moves the generation on a
-// spec change.
+// applyUpdate does what the controller does with a PodUpdate: Apply, as
+// the apiserver stores it, moving the generation on a spec change.
 func applyUpdate(pod *corev1.Pod, u PodUpdate) {
+	written, err := Apply(pod, setName, u)
+	if err != nil {
+		panic(fmt.Sprintf("test pod %s: %v", pod.Name, err))
+	}
 	if len(u.Containers) > 0 {
-		pod.Generation++
+		written.Generation++
 	}
-	for _, c := range u.Containers {
-		list := pod.Spec.Containers
-		if c.Init {
-			list = pod.Spec.InitContainers
-		}
-		for i := range list {
-			if list[i].Name == c.Name {
-				list[i].Image = c.Image
-			}
-		}
-	}
-	setRecord(pod, u.State)
+	*pod = *written
 }
 
 // swap plays the kubelet after a spec change: every container whose spec

@@ -54,6 +54,41 @@ func (f *fixture) watchStatusAgainstPods(count func(v1alpha1.SidecarSetStatus, [
 	return w
 }
 
+// rollOut declares image for the exporter, waits until every one of pods
+// runs it and the set is complete, and checks that no more than
+// maxNotReady pods were not ready at once (limit names what allows them).
+func (f *fixture) rollOut(image string, pods int32, maxNotReady int, limit string) {
+	f.t.Helper()
+	w := f.watchNotReady()
+	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = image })
+	f.waitStatus("complete on "+image, func(s v1alpha1.SidecarSetStatus) bool {
+		return complete(pods)(s) && countImage(f.pods(), image) == int(pods)
+	})
+	if got := w.Max(); got > maxNotReady {
+		f.t.Errorf("%d pods not ready at once, more than %s\n%s", got, limit, f.describe())
+	}
+}
+
+// createBudget creates a PodDisruptionBudget over selector that allows one
+// disruption of its pods, and waits until the disruption controller says
+// so.
+func (f *fixture) createBudget(name string, selector *metav1.LabelSelector, pods int32) {
+	f.t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			// An integer minAvailable: maxUnavailable and percentages need
+			// the pods' controllers to know the expected count.
+			MinAvailable: new(intstr.FromInt32(pods - 1)),
+			Selector:     selector,
+		},
+	}
+	if err := env.Client.Create(f.t.Context(), pdb); err != nil {
+		f.t.Fatal(err)
+	}
+	f.waitBudget(pdb, pods, 1)
+}
+
 // complete reports whether the status says Complete with every matched pod
 // updated and ready.
 func complete(pods int32) func(v1alpha1.SidecarSetStatus) bool {
@@ -77,14 +112,7 @@ func TestOrdinaryInitContainer(t *testing.T) {
 	before := appIDs(f.pods())
 	f.waitStatus("all matched, ready and complete", complete(pods))
 
-	w := f.watchNotReady()
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
-	f.waitStatus("the exporter rolled out", func(s v1alpha1.SidecarSetStatus) bool {
-		return complete(pods)(s) && countImage(f.pods(), "exporter:v2") == pods
-	})
-	if got := w.Max(); got > 1 {
-		t.Errorf("%d pods not ready at once, more than maxUnavailable 1\n%s", got, f.describe())
-	}
+	f.rollOut("exporter:v2", pods, 1, "maxUnavailable 1")
 
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = "schema:v2" })
 	st := f.waitStatus("complete on the new init image", complete(pods))
@@ -172,14 +200,7 @@ func TestUndoAfterFailedPull(t *testing.T) {
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v1" })
 	f.waitStatus("complete after the undo", complete(pods))
 
-	w := f.watchNotReady()
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v3" })
-	f.waitStatus("complete on v3", func(s v1alpha1.SidecarSetStatus) bool {
-		return complete(pods)(s) && countImage(f.pods(), "exporter:v3") == pods
-	})
-	if got := w.Max(); got > 1 {
-		t.Errorf("%d pods not ready at once, more than maxUnavailable 1\n%s", got, f.describe())
-	}
+	f.rollOut("exporter:v3", pods, 1, "maxUnavailable 1")
 }
 
 // TestNeverReadyPods is the seed's scenario with two of twelve pods whose
@@ -257,28 +278,9 @@ func TestBudgetSelectsWholeNamespace(t *testing.T) {
 	f.createSet(set)
 	f.createPods(pods, nil, nil)
 	f.waitStatus("all matched, ready and complete", complete(pods))
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "everything"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			// An integer minAvailable: maxUnavailable and percentages need
-			// the pods' controllers to know the expected count.
-			MinAvailable: new(intstr.FromInt32(pods - 1)),
-			Selector:     &metav1.LabelSelector{},
-		},
-	}
-	if err := env.Client.Create(t.Context(), pdb); err != nil {
-		t.Fatal(err)
-	}
-	f.waitBudget(pdb, pods, 1)
+	f.createBudget("everything", &metav1.LabelSelector{}, pods)
 
-	w := f.watchNotReady()
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
-	f.waitStatus("complete on v2", func(s v1alpha1.SidecarSetStatus) bool {
-		return complete(pods)(s) && countImage(f.pods(), "exporter:v2") == pods
-	})
-	if got := w.Max(); got > 1 {
-		t.Errorf("%d pods not ready at once, more than the budget's 1\n%s", got, f.describe())
-	}
+	f.rollOut("exporter:v2", pods, 1, "the budget's 1")
 }
 
 // TestBudgetSharedBySets: two SidecarSets on the same pods, bumped at once,
@@ -298,17 +300,7 @@ func TestBudgetSharedBySets(t *testing.T) {
 	f.createSet(second)
 	f.createPods(pods, nil, nil)
 	f.waitStatus("all matched, ready and complete", complete(pods))
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "db"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: new(intstr.FromInt32(pods - 1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: f.labels},
-		},
-	}
-	if err := env.Client.Create(t.Context(), pdb); err != nil {
-		t.Fatal(err)
-	}
-	f.waitBudget(pdb, pods, 1)
+	f.createBudget("db", &metav1.LabelSelector{MatchLabels: f.labels}, pods)
 
 	w := f.watchNotReady()
 	for _, name := range []string{first.Name, second.Name} {

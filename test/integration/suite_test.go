@@ -123,16 +123,9 @@ func (f *fixture) createSet(set *v1alpha1.SidecarSet) {
 	f.gen = set.Generation
 	f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), set) })
 	// Pods created before the manager's cache holds the set would be
-	// created without it: wait for the status it writes from that cache.
-	err := wait.PollUntilContextTimeout(f.t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.SidecarSet{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), got); err != nil {
-			return false, err
-		}
-		return got.Status.ObservedGeneration >= got.Generation, nil
-	})
-	if err != nil {
-		f.t.Fatalf("wait for the manager to see SidecarSet %s: %v", set.Name, err)
+	// created without it.
+	if err := testenv.WaitObserved(f.t.Context(), env.Client, set.Name); err != nil {
+		f.t.Fatal(err)
 	}
 }
 
