@@ -18,7 +18,6 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
-	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
@@ -136,8 +135,8 @@ type setPod struct {
 }
 
 // setPods returns the set's pods in namespace (all when empty), sorted by
-// namespace/name. It selects them as the controller does: managed, active,
-// carrying the set's record, and matched by the set's selectors.
+// namespace/name: those rollout.MemberOf finds Managed, as the controller
+// does.
 func setPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, namespace, managerNamespace string) ([]setPod, error) {
 	var list corev1.PodList
 	listOpts := []client.ListOption{client.MatchingLabels{v1alpha1.LabelManaged: "true"}}
@@ -152,26 +151,15 @@ func setPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, nam
 	var out []setPod
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if !rollout.Active(pod) {
-			continue
-		}
-		state, err := revision.Decode(pod.Annotations)
-		if err != nil {
-			// The controller treats such a pod as not injected, too.
-			continue
-		}
-		rec, ok := state[set.Name]
-		if !ok {
-			continue
-		}
 		ns, err := namespaces.get(ctx, pod.Namespace)
 		if err != nil {
 			return nil, err
 		}
-		if ok, err := inject.Matches(set, pod, ns, inject.Options{ManagerNamespace: managerNamespace}); err != nil || !ok {
+		m := rollout.MemberOf(pod, set, ns, inject.Options{ManagerNamespace: managerNamespace})
+		if m.Membership != rollout.Managed {
 			continue
 		}
-		out = append(out, setPod{pod: pod, Pod: rollout.Classify(pod, rec, latest)})
+		out = append(out, setPod{pod: pod, Pod: rollout.Classify(pod, m.Record, latest)})
 	}
 	slices.SortFunc(out, func(a, b setPod) int {
 		return cmp.Or(cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))

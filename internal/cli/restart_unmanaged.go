@@ -23,6 +23,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
 // AnnotationRestartedAt is what `kubectl rollout restart` writes into a pod
@@ -46,7 +47,9 @@ Before each restart, every PodDisruptionBudget over the workload's pods must
 allow a disruption (status.disruptionsAllowed > 0); it is waited for up to
 --timeout, then the command stops. Pods without an owner, with another kind of
 owner (Job, a ReplicaSet without a Deployment, ...), or opted out with
-sidecarset.dev/inject: "false" are listed and not touched.`,
+sidecarset.dev/inject: "false" are listed and not touched. Pods the webhook
+could not inject the SidecarSet into (status.skippedPods) are not unmanaged:
+a new pod would be skipped for the same reason, so they are left alone.`,
 		Example: `  # What would be restarted?
   kubectl sidecarset restart-unmanaged mysql-exporter --dry-run
 
@@ -170,35 +173,28 @@ func unmanagedOwners(ctx context.Context, c client.Reader, set *v1alpha1.Sidecar
 	}
 	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := c.List(ctx, pods, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := c.List(ctx, pods, client.MatchingLabelsSelector{Selector: selector},
+		client.MatchingFieldsSelector{Selector: rollout.NotFinished}); err != nil {
 		return nil, fmt.Errorf("list pods matching %s: %w", selector, err)
 	}
 	namespaces := namespaceCache{c: c}
 	byKey := map[string]*owner{}
 	for i := range pods.Items {
 		m := &pods.Items[i]
-		if m.DeletionTimestamp != nil {
-			continue
-		}
-		pod := &corev1.Pod{ObjectMeta: m.ObjectMeta}
 		ns, err := namespaces.get(ctx, m.Namespace)
 		if err != nil {
 			return nil, err
 		}
-		if ok, err := inject.Matches(set, pod, ns, inject.Options{ManagerNamespace: managerNamespace}); err != nil || !ok {
-			continue
-		}
-		if state, err := revision.Decode(m.Annotations); err == nil {
-			if _, ok := state[set.Name]; ok {
-				continue
+		var w owner
+		switch rollout.MemberOf(&corev1.Pod{ObjectMeta: m.ObjectMeta}, set, ns, inject.Options{ManagerNamespace: managerNamespace}).Membership {
+		case rollout.Unmanaged, rollout.Corrupt:
+			if w, err = ownerOf(ctx, c, m); err != nil {
+				return nil, err
 			}
-		}
-		w, err := ownerOf(ctx, c, m)
-		if err != nil {
-			return nil, err
-		}
-		if m.Annotations[v1alpha1.AnnotationInject] == "false" {
+		case rollout.OptedOut:
 			w = owner{namespace: m.Namespace, skip: fmt.Sprintf("opted out (%s: \"false\")", v1alpha1.AnnotationInject)}
+		default:
+			continue
 		}
 		key := w.kind + "/" + w.namespace + "/" + w.name
 		if w.kind == "" {
@@ -496,8 +492,9 @@ func reportStillUnmanaged(ctx context.Context, c client.Reader, out io.Writer, s
 			continue
 		}
 		n++
-		state, err := revision.Decode(p.Annotations)
-		if _, ok := state[set.Name]; err != nil || !ok {
+		// Another set's unreadable entry does not matter here.
+		state, _ := revision.Decode(p.Annotations)
+		if _, ok := state[set.Name]; !ok {
 			without = append(without, p.Name)
 		}
 	}

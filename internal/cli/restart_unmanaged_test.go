@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -171,4 +172,78 @@ func restarted(t *testing.T, f *fixture, name string) bool {
 		tmpl = s.Spec.Template
 	}
 	return tmpl.Annotations[cli.AnnotationRestartedAt] != ""
+}
+
+// TestRestartUnmanagedMembership: restart-unmanaged, `pods` and the status
+// agree on which pods are the set's (rollout.MemberOf). A finished Job pod
+// counts nowhere; a pod the webhook skipped the set for is not unmanaged;
+// a pod whose own record is damaged is unmanaged, and one whose other set's
+// record is damaged is still the set's.
+func TestRestartUnmanagedMembership(t *testing.T) {
+	f := newFixture(t)
+	spec := f.template(nil).Spec
+	rec := revision.SetState{Revision: f.set + "-1", Hash: "h", ImagelessHash: "i",
+		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v1"}}}
+	managed := map[string]string{v1alpha1.LabelManaged: "true"}
+	for k, v := range f.labels {
+		managed[k] = v
+	}
+	withExporter := spec.DeepCopy()
+	withExporter.Containers = append(withExporter.Containers, corev1.Container{Name: "exporter", Image: "exporter:v1"})
+	done := spec.DeepCopy()
+	done.RestartPolicy = corev1.RestartPolicyNever
+	done.Containers[0].Image = "batch-completes:1"
+	f.create(
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done", Labels: f.labels}, Spec: *done},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "skipped", Labels: f.labels,
+			Annotations: map[string]string{v1alpha1.AnnotationSkipped: f.set}}, Spec: spec},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "corrupt", Labels: managed,
+			Annotations: map[string]string{v1alpha1.AnnotationInjected: f.set,
+				v1alpha1.AnnotationState: `{"` + f.set + `": {"revision": "broken"}}`}}, Spec: *withExporter},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other-corrupt", Labels: managed,
+			Annotations: map[string]string{v1alpha1.AnnotationInjected: f.set + ",other",
+				v1alpha1.AnnotationState: `{"other": 1, "` + f.set + `": ` + string(mustMarshal(t, rec)) + `}`}}, Spec: *withExporter},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: f.labels}, Spec: spec},
+	)
+	f.waitPods("the Job pod finished, the others ready", func(pods []corev1.Pod) bool {
+		ready := 0
+		for _, p := range pods {
+			if p.Name == "done" && p.Status.Phase != corev1.PodSucceeded {
+				return false
+			}
+			if podReady(&p) {
+				ready++
+			}
+		}
+		return ready == 4
+	})
+	f.createSet(f.sidecarSet("exporter:v1"))
+	f.waitStatus("1 matched, 2 unmanaged, 1 skipped", func(st v1alpha1.SidecarSetStatus) bool {
+		return st.MatchedPods == 1 && st.UnmanagedPods == 2 && st.SkippedPods == 1
+	})
+
+	dry := ok(t, "restart-unmanaged", f.set, "--dry-run")
+	mustContain(t, dry.out,
+		f.set+": 2 unmanaged pods:",
+		"pod "+f.ns+"/corrupt (corrupt): not touched: no owner",
+		"pod "+f.ns+"/plain (plain): not touched: no owner")
+	for _, name := range []string{"done", "skipped", "other-corrupt"} {
+		if strings.Contains(dry.out, "("+name+")") {
+			t.Errorf("restart-unmanaged lists pod %s:\n%s", name, dry.out)
+		}
+	}
+	pods := ok(t, "pods", f.set)
+	if n := len(lines(pods.out)); n != 2 {
+		t.Errorf("pods: %d lines, want a header and other-corrupt:\n%s", n, pods.out)
+	}
+	row(t, pods.out, f.ns+"/other-corrupt")
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -3,9 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,16 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
-	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 	"github.com/sidecarset/sidecarset/internal/status"
@@ -107,78 +102,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	return r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
-}
-
-type matched struct {
-	pod *corev1.Pod
-	rec revision.SetState
-}
-
-// matchedPods returns the active pods that the set's selectors match and
-// that carry its record, from the cache.
-func (r *Reconciler) matchedPods(ctx context.Context, set *v1alpha1.SidecarSet) ([]matched, error) {
-	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("spec.selector: %w", err)
-	}
-	managed, err := labels.NewRequirement(v1alpha1.LabelManaged, selection.Equals, []string{"true"})
-	if err != nil {
-		return nil, err
-	}
-	var list corev1.PodList
-	// The cached pods themselves, not copies: a rollout over thousands of
-	// pods would otherwise copy them all on every reconcile. Nothing below
-	// modifies them; every write works on a DeepCopy.
-	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector.Add(*managed)},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list managed pods: %w", err)
-	}
-	namespaces := map[string]*corev1.Namespace{}
-	var out []matched
-	for i := range list.Items {
-		pod := &list.Items[i]
-		if !rollout.Active(pod) || !hasRecord(pod.Annotations, set.Name) {
-			continue
-		}
-		state, err := revision.Decode(pod.Annotations)
-		if err != nil {
-			r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonCorruptState, "Decode",
-				"pod is treated as not injected by %s: %v", set.Name, err)
-			continue
-		}
-		rec, ok := state[set.Name]
-		if !ok {
-			continue
-		}
-		ns, err := r.namespace(ctx, namespaces, pod.Namespace)
-		if err != nil {
-			return nil, err
-		}
-		if ok, err := inject.Matches(set, pod, ns, r.injectOptions()); err != nil || !ok {
-			continue
-		}
-		out = append(out, matched{pod: pod, rec: rec})
-	}
-	return out, nil
-}
-
-func (r *Reconciler) injectOptions() inject.Options {
-	return inject.Options{ManagerNamespace: r.Namespace, Cache: &r.injectCache}
-}
-
-func (r *Reconciler) namespace(ctx context.Context, seen map[string]*corev1.Namespace, name string) (*corev1.Namespace, error) {
-	if ns, ok := seen[name]; ok {
-		return ns, nil
-	}
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("get namespace %s: %w", name, err)
-		}
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	}
-	seen[name] = ns
-	return ns, nil
 }
 
 // budgets returns, per pod, the PodDisruptionBudgets that select it, each
@@ -445,7 +368,7 @@ func podList(names []string) string {
 // writeStatus computes the status, writes it when it changed, pauses a
 // stalled rollout, and says when to look again.
 func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, latest rollout.Latest,
-	pods []rollout.Pod, plan rollout.Plan, unmanaged int32) (ctrl.Result, error) {
+	pods []rollout.Pod, plan rollout.Plan, unmanaged unmanagedCounts) (ctrl.Result, error) {
 	r.mu.Lock()
 	// prev is the set's status and judged the resourceVersion of the set as
 	// judged here. A reconcile that follows our own status write closely
@@ -463,7 +386,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		Pods:       pods,
 		Plan:       plan,
 		Strategy:   set.Spec.UpdateStrategy,
-		Unmanaged:  unmanaged,
+		Unmanaged:  unmanaged.Unmanaged,
+		Skipped:    unmanaged.Skipped,
 		Previous:   prev,
 		Now:        metav1.NewTime(r.Clock.Now()),
 	})
@@ -571,130 +495,6 @@ func meta(st v1alpha1.SidecarSetStatus, t string) *metav1.Condition {
 		}
 	}
 	return nil
-}
-
-// countUnmanaged returns how many pods match the set but carry none of its
-// records, recounting at most every UnmanagedRecount (or when the spec
-// changed). With adoptionPolicy SameName it adopts the ones it can first.
-//
-// Pods that opted out (sidecarset.dev/inject "false") are counted too: they
-// match and run without the declared sidecars, which is what the count
-// tells; they are never adopted (rollout.Adoptable).
-func (r *Reconciler) countUnmanaged(ctx context.Context, set *v1alpha1.SidecarSet) (int32, error) {
-	r.mu.Lock()
-	last, ok := r.unmanaged[set.Name]
-	r.mu.Unlock()
-	now := r.Clock.Now()
-	if ok && last.generation == set.Generation && now.Sub(last.at) < UnmanagedRecount {
-		return last.count, nil
-	}
-	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil {
-		return last.count, fmt.Errorf("spec.selector: %w", err)
-	}
-	namespaces := map[string]*corev1.Namespace{}
-	var count int32
-	var errs []error
-	// Metadata only, filtered by the set's selector on the apiserver, a page
-	// at a time: the cluster's other pods are never transferred, the
-	// unmanaged ones never cached, and memory stays bounded by a page however
-	// many there are.
-	for page := ""; ; {
-		var list metav1.PartialObjectMetadataList
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-		if err := r.APIReader.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector},
-			client.Limit(unmanagedPageSize), client.Continue(page)); err != nil {
-			return last.count, fmt.Errorf("list pods matching %s: %w", set.Name, err)
-		}
-		for i := range list.Items {
-			meta := &list.Items[i]
-			if meta.DeletionTimestamp != nil || hasRecord(meta.Annotations, set.Name) {
-				continue
-			}
-			ns, err := r.namespace(ctx, namespaces, meta.Namespace)
-			if err != nil {
-				return last.count, err
-			}
-			shell := &corev1.Pod{ObjectMeta: meta.ObjectMeta}
-			if ok, err := inject.Matches(set, shell, ns, r.injectOptions()); err != nil || !ok {
-				continue
-			}
-			if set.Spec.AdoptionPolicy == v1alpha1.AdoptSameName {
-				adopted, err := r.adopt(ctx, set, types.NamespacedName{Namespace: meta.Namespace, Name: meta.Name})
-				if err != nil {
-					errs = append(errs, err)
-				}
-				if adopted {
-					continue
-				}
-			}
-			count++
-		}
-		if page = list.Continue; page == "" {
-			break
-		}
-	}
-	if len(errs) > 0 {
-		// Adoption will be tried again at the next recount.
-		return count, errors.Join(errs...)
-	}
-	r.mu.Lock()
-	r.unmanaged[set.Name] = unmanagedCount{generation: set.Generation, count: count, at: now}
-	r.mu.Unlock()
-	return count, nil
-}
-
-func hasRecord(annotations map[string]string, setName string) bool {
-	return slices.Contains(strings.Split(annotations[v1alpha1.AnnotationInjected], ","), setName)
-}
-
-// adopt gives a pod without records the set's record when its containers
-// already equal the declared ones except the image, so it is managed from
-// now on without a restart.
-func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key types.NamespacedName) (bool, error) {
-	var adopted *corev1.Pod
-	// A new pod's status changes often while its containers start; a
-	// conflict means only that, so read it again and retry now rather than
-	// wait for the next recount.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		adopted = nil
-		pod := &corev1.Pod{}
-		if err := r.APIReader.Get(ctx, key, pod); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if !rollout.Active(pod) || !rollout.Adoptable(pod, set) {
-			return nil
-		}
-		state, err := revision.Decode(pod.Annotations)
-		if err != nil {
-			return nil
-		}
-		next := pod.DeepCopy()
-		state[set.Name] = rollout.AdoptionRecord(pod, set)
-		if next.Annotations == nil {
-			next.Annotations = map[string]string{}
-		}
-		if next.Labels == nil {
-			next.Labels = map[string]string{}
-		}
-		next.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
-		next.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-		next.Labels[v1alpha1.LabelManaged] = "true"
-		if err := r.Client.Patch(ctx, next, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
-			return err
-		}
-		adopted = next
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("adopt %s: %w", key, err)
-	}
-	if adopted == nil {
-		return false, nil
-	}
-	r.Recorder.Eventf(adopted, set, corev1.EventTypeNormal, ReasonAdopted, "Adopt",
-		"SidecarSet %s manages this pod's sidecars from now on (adoptionPolicy SameName); nothing restarted", set.Name)
-	return true, nil
 }
 
 func (r *Reconciler) forget(name string) {

@@ -98,12 +98,6 @@ type writtenStatus struct {
 	status   v1alpha1.SidecarSetStatus
 }
 
-type unmanagedCount struct {
-	generation int64
-	count      int32
-	at         time.Time
-}
-
 // SetupWithManager registers the controller: SidecarSets, and the managed
 // pods and PodDisruptionBudgets that feed their rollouts.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

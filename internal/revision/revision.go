@@ -33,6 +33,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -234,26 +236,102 @@ func (s SetState) Container(name string) (ContainerState, bool) {
 }
 
 // Decode reads the state annotation from a pod's annotations. A pod without
-// the annotation has an empty State. A corrupted annotation is an error; the
-// caller treats such a pod as not injected.
+// the annotation has an empty State.
+//
+// Each SidecarSet's entry is read on its own, so that one set's damaged
+// entry leaves the others' records usable: State holds every entry that can
+// be read, and the error, a *CorruptError, names those that cannot (an entry
+// that is not an object of the documented shape, or lacks its revision or a
+// hash). When the annotation as a whole is not a JSON object, State is empty
+// and every set's entry counts as unreadable. State is never nil.
 func Decode(annotations map[string]string) (State, error) {
-	raw, ok := annotations[v1alpha1.AnnotationState]
-	if !ok || raw == "" {
-		return State{}, nil
+	raw, err := entries(annotations)
+	if err != nil {
+		return State{}, err
 	}
-	var s State
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return nil, fmt.Errorf("decode annotation %s: %w", v1alpha1.AnnotationState, err)
-	}
-	if s == nil {
-		return nil, fmt.Errorf("decode annotation %s: not a JSON object", v1alpha1.AnnotationState)
-	}
-	for name, st := range s {
-		if name == "" || st.Revision == "" || st.Hash == "" || st.ImagelessHash == "" {
-			return nil, fmt.Errorf("decode annotation %s: entry %q lacks a revision or hash", v1alpha1.AnnotationState, name)
+	s := make(State, len(raw))
+	bad := map[string]error{}
+	for name, entry := range raw {
+		st, err := decodeEntry(name, entry)
+		if err != nil {
+			bad[name] = err
+			continue
 		}
+		s[name] = st
+	}
+	if len(bad) > 0 {
+		names := slices.Sorted(maps.Keys(bad))
+		return s, &CorruptError{Sets: names, Err: bad[names[0]]}
 	}
 	return s, nil
+}
+
+// entries splits the state annotation into its entries, undecoded.
+func entries(annotations map[string]string) (map[string]json.RawMessage, error) {
+	value, ok := annotations[v1alpha1.AnnotationState]
+	if !ok || value == "" {
+		return map[string]json.RawMessage{}, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(value), &raw); err != nil {
+		return nil, &CorruptError{Err: fmt.Errorf("decode annotation %s: %w", v1alpha1.AnnotationState, err)}
+	}
+	if raw == nil {
+		return nil, &CorruptError{Err: fmt.Errorf("decode annotation %s: not a JSON object", v1alpha1.AnnotationState)}
+	}
+	return raw, nil
+}
+
+func decodeEntry(name string, entry json.RawMessage) (SetState, error) {
+	var st SetState
+	if err := json.Unmarshal(entry, &st); err != nil {
+		return SetState{}, fmt.Errorf("decode entry %q of annotation %s: %w", name, v1alpha1.AnnotationState, err)
+	}
+	if name == "" || st.Revision == "" || st.Hash == "" || st.ImagelessHash == "" {
+		return SetState{}, fmt.Errorf("decode annotation %s: entry %q lacks a revision or hash", v1alpha1.AnnotationState, name)
+	}
+	return st, nil
+}
+
+// CorruptError says which entries of a pod's state annotation cannot be
+// read.
+type CorruptError struct {
+	// Sets names the unreadable entries, sorted. It is empty when the
+	// annotation as a whole cannot be read: then no entry can.
+	Sets []string
+	// Err is why (for the first of Sets).
+	Err error
+}
+
+func (e *CorruptError) Error() string { return e.Err.Error() }
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Of reports whether the entry of the SidecarSet named name is unreadable.
+func (e *CorruptError) Of(name string) bool {
+	return len(e.Sets) == 0 || slices.Contains(e.Sets, name)
+}
+
+// Put returns the value of the state annotation with the entry of the
+// SidecarSet named name set to s. Every other entry is kept as it was,
+// readable or not: writing one set's record never drops another's. It fails
+// only when the annotation as a whole is not a JSON object.
+func Put(annotations map[string]string, name string, s SetState) (string, error) {
+	raw, err := entries(annotations)
+	if err != nil {
+		return "", err
+	}
+	entry, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("encode the record of %s: %w", name, err)
+	}
+	raw[name] = entry
+	// Map keys come out sorted, as Encode writes them.
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return "", fmt.Errorf("encode annotation %s: %w", v1alpha1.AnnotationState, err)
+	}
+	return string(b), nil
 }
 
 // Encode returns the annotation value for s.

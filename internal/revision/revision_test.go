@@ -1,9 +1,13 @@
 package revision
 
 import (
+	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -107,20 +111,30 @@ func TestDataRoundTrip(t *testing.T) {
 func TestDecode(t *testing.T) {
 	good := State{"a": {Revision: "a-1", Hash: "h", ImagelessHash: "i",
 		Containers: []ContainerState{{Name: "c", Image: "c:1", PreviousImageID: "sha256:00"}}}}
+	b := `"b": {"revision": "b-1", "hash": "h", "imagelessHash": "i", "containers": []}`
 	cases := []struct {
-		name    string
-		value   *string
-		want    State
-		wantErr bool
+		name  string
+		value *string
+		want  State
+		// corrupt names the unreadable entries; nil when Decode succeeds,
+		// empty when the whole annotation is unreadable.
+		corrupt []string
 	}{
 		{name: "absent", value: nil, want: State{}},
 		{name: "empty", value: new(""), want: State{}},
 		{name: "round trip", value: new(Encode(good)), want: good},
-		{name: "not JSON", value: new("{oops"), wantErr: true},
-		{name: "JSON null", value: new("null"), wantErr: true},
-		{name: "array", value: new("[]"), wantErr: true},
-		{name: "wrong type", value: new(`{"a": 1}`), wantErr: true},
-		{name: "missing hash", value: new(`{"a": {"revision": "a-1"}}`), wantErr: true},
+		{name: "not JSON", value: new("{oops"), want: State{}, corrupt: []string{}},
+		{name: "JSON null", value: new("null"), want: State{}, corrupt: []string{}},
+		{name: "array", value: new("[]"), want: State{}, corrupt: []string{}},
+		{name: "wrong type", value: new(`{"a": 1}`), want: State{}, corrupt: []string{"a"}},
+		{name: "missing hash", value: new(`{"a": {"revision": "a-1"}}`), want: State{}, corrupt: []string{"a"}},
+		// One set's damaged entry leaves the other's record usable.
+		{name: "one entry damaged", value: new(`{"a": {"revision": "a-1"}, ` + b + `}`),
+			want:    State{"b": {Revision: "b-1", Hash: "h", ImagelessHash: "i", Containers: []ContainerState{}}},
+			corrupt: []string{"a"}},
+		{name: "two entries damaged, named sorted", value: new(`{"c": [], "a": "x", ` + b + `}`),
+			want:    State{"b": {Revision: "b-1", Hash: "h", ImagelessHash: "i", Containers: []ContainerState{}}},
+			corrupt: []string{"a", "c"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,14 +143,73 @@ func TestDecode(t *testing.T) {
 				ann[v1alpha1.AnnotationState] = *tc.value
 			}
 			got, err := Decode(ann)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("Decode error = %v, wantErr %v", err, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.want, got); !tc.wantErr && diff != "" {
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Decode (-want +got):\n%s", diff)
+			}
+			if tc.corrupt == nil {
+				if err != nil {
+					t.Fatalf("Decode error = %v, want none", err)
+				}
+				return
+			}
+			var corrupt *CorruptError
+			if !errors.As(err, &corrupt) {
+				t.Fatalf("Decode error = %v, want a *CorruptError", err)
+			}
+			if diff := cmp.Diff(tc.corrupt, corrupt.Sets, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("unreadable entries (-want +got):\n%s", diff)
+			}
+			for _, name := range []string{"a", "b", "c"} {
+				want := len(tc.corrupt) == 0 || slices.Contains(tc.corrupt, name)
+				if got := corrupt.Of(name); got != want {
+					t.Errorf("Of(%s) = %v, want %v", name, got, want)
+				}
 			}
 		})
 	}
+}
+
+func TestPut(t *testing.T) {
+	rec := SetState{Revision: "b-2", Hash: "h2", ImagelessHash: "i2", Containers: []ContainerState{{Name: "c", Image: "c:2"}}}
+	cases := []struct {
+		name    string
+		value   *string
+		want    string
+		wantErr bool
+	}{
+		{name: "absent", want: `{"b":` + mustJSON(t, rec) + `}`},
+		{name: "replaces the set's entry", value: new(`{"b": {"revision": "b-1"}}`), want: `{"b":` + mustJSON(t, rec) + `}`},
+		// Another set's damaged entry is kept as it was, for that set to
+		// report; dropping it would turn the pod into one that set never
+		// injected.
+		{name: "keeps another set's damaged entry", value: new(`{"c": {"revision": "c-1"}, "a": 1}`),
+			want: `{"a":1,"b":` + mustJSON(t, rec) + `,"c":{"revision":"c-1"}}`},
+		{name: "not a JSON object", value: new(`[]`), wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ann := map[string]string{}
+			if tc.value != nil {
+				ann[v1alpha1.AnnotationState] = *tc.value
+			}
+			got, err := Put(ann, "b", rec)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Put error = %v, wantErr %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("Put = %s\nwant  %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestInjectedNames(t *testing.T) {

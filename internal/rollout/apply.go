@@ -15,8 +15,9 @@ import (
 // of other SidecarSets kept. Images and record go into one write, so the
 // record never disagrees with the spec. pod itself is not modified.
 //
-// It fails when the pod's state annotation does not decode: writing a record
-// over it would lose the other sets' records.
+// Another set's entry that cannot be read is kept as it is, for that set to
+// report. It fails only when the state annotation as a whole is not a JSON
+// object: writing a record over it would lose the other sets' records.
 func Apply(pod *corev1.Pod, setName string, u PodUpdate) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
 	for _, c := range u.Containers {
@@ -30,14 +31,13 @@ func Apply(pod *corev1.Pod, setName string, u PodUpdate) (*corev1.Pod, error) {
 			}
 		}
 	}
-	state, err := revision.Decode(out.Annotations)
+	state, err := revision.Put(out.Annotations, setName, u.State)
 	if err != nil {
-		return nil, fmt.Errorf("decode state of %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("record the update in %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	state[setName] = u.State
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
-	out.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+	out.Annotations[v1alpha1.AnnotationState] = state
 	return out, nil
 }

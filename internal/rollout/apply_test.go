@@ -46,6 +46,17 @@ func TestApply(t *testing.T) {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}
 
+	// Another set's damaged entry neither stops this set's write nor is
+	// lost by it.
+	pod.Annotations[v1alpha1.AnnotationState] = `{"other": {"revision": "other-1"}}`
+	got, err = Apply(pod, setName, u)
+	if err != nil {
+		t.Fatalf("Apply beside another set's damaged entry: %v", err)
+	}
+	if want := `{"mysql-sidecars":` + mustEncode(u.State) + `,"other":{"revision":"other-1"}}`; got.Annotations[v1alpha1.AnnotationState] != want {
+		t.Errorf("state annotation %s\nwant %s", got.Annotations[v1alpha1.AnnotationState], want)
+	}
+
 	pod.Annotations[v1alpha1.AnnotationState] = "{not json"
 	if _, err := Apply(pod, setName, u); err == nil {
 		t.Errorf("Apply over a corrupt state annotation succeeded; want an error rather than losing other records")

@@ -7,12 +7,12 @@
 // The controller uses it in this order:
 //
 //	latest := rollout.NewLatest(set)
-//	for each pod the set's selectors match, from the cache:
-//		skip it unless rollout.Active(pod)
-//		state, err := revision.Decode(pod.Annotations)   // err: event, count as unmanaged
-//		rec, ok := state[set.Name]
-//		ok:  pods = append(pods, rollout.Classify(pod, rec, latest))
-//		!ok: unmanaged++ (adopt it when rollout.Adoptable(pod, set))
+//	for each pod, m := rollout.MemberOf(pod, set, namespace, opts):
+//		Managed: pods = append(pods, rollout.Classify(pod, m.Record, latest))
+//		Corrupt: an event on the pod; counted as unmanaged
+//		Unmanaged, Skipped (m.MayAdopt): adopt it when rollout.Adoptable(pod, set)
+//		the rest that is not adopted counts in unmanagedPods
+//		(m.CountsUnmanaged) or skippedPods (Skipped)
 //	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, ...})
 //	for each u in plan.Updates: patch u.Containers' images and this set's
 //		entry of the state annotation (u.State) in one write

@@ -50,8 +50,11 @@ type Input struct {
 	Pods     []rollout.Pod
 	Plan     rollout.Plan
 	Strategy v1alpha1.UpdateStrategy
-	// Unmanaged counts matched pods that carry no record of the set.
+	// Unmanaged counts matched pods that carry no record of the set;
+	// Skipped those the webhook could not inject it into
+	// (rollout.Membership).
 	Unmanaged int32
+	Skipped   int32
 	// Previous is the status the set carries now; its lastProgressTime is
 	// where the progress deadline runs from.
 	Previous v1alpha1.SidecarSetStatus
@@ -152,6 +155,7 @@ func Compute(in Input) Result {
 		LatestRevision:     in.Latest.Name,
 		MatchedPods:        int32(len(in.Pods)),
 		UnmanagedPods:      in.Unmanaged,
+		SkippedPods:        in.Skipped,
 		CompletedRevision:  prev.CompletedRevision,
 	}
 	var c counts

@@ -138,6 +138,7 @@ func TestCompute(t *testing.T) {
 		pods         []rollout.Pod
 		strategy     v1alpha1.UpdateStrategy
 		unmanaged    int32
+		skipped      int32
 		budgets      map[types.NamespacedName][]rollout.Budget
 		previous     v1alpha1.SidecarSetStatus
 		lastProgress metav1.Time
@@ -330,6 +331,7 @@ func TestCompute(t *testing.T) {
 			pods:      fleet(12, mix{UpdatedReady: 2, UpdatedNotReady: 1, NotUpgradable: 2, Drifted: 1}),
 			strategy:  func() v1alpha1.UpdateStrategy { s := rolling("0"); s.MaxUnavailable = intOrString("3"); return s }(),
 			unmanaged: 3,
+			skipped:   2,
 			budgets: map[types.NamespacedName][]rollout.Budget{
 				{Namespace: "db", Name: "p06"}: {{Name: "db/web", DisruptionsAllowed: 0}},
 				{Namespace: "db", Name: "p07"}: {{Name: "db/web", DisruptionsAllowed: 0}},
@@ -337,7 +339,7 @@ func TestCompute(t *testing.T) {
 			want: Result{
 				Status: v1alpha1.SidecarSetStatus{ObservedGeneration: generation, LatestRevision: latest.Name,
 					MatchedPods: 12, UpdatedPods: 3, ReadyPods: 11, UpdatedReadyPods: 2, NotUpgradablePods: 2,
-					DriftedPods: 1, UnmanagedPods: 3,
+					DriftedPods: 1, UnmanagedPods: 3, SkippedPods: 2,
 					Conditions: conds(
 						cond{yes, ReasonUpdating, "2 of 12 pods updated and ready; 1 updated but not ready; 2 not upgradable (need a recreate); 2 held by a PodDisruptionBudget; 1 drifted", nowSec},
 						cond{no, ReasonUpdating, "2 of 12 pods updated and ready; 1 updated but not ready; 2 not upgradable (need a recreate); 2 held by a PodDisruptionBudget; 1 drifted", nowSec},
@@ -472,7 +474,7 @@ func TestCompute(t *testing.T) {
 			previous := tt.previous.DeepCopy()
 			got := Compute(Input{
 				Generation: generation, Latest: latest, Pods: tt.pods, Plan: plan, Strategy: tt.strategy,
-				Unmanaged: tt.unmanaged, Previous: tt.previous, Now: now,
+				Unmanaged: tt.unmanaged, Skipped: tt.skipped, Previous: tt.previous, Now: now,
 			})
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
