@@ -72,6 +72,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The count is a report, not a gate: keep rolling out with the last one.
 		log.Error(err, "count unmanaged pods")
 	}
+	release := r.holdBudgets()
+	defer release()
 	budgets, err := r.budgets(ctx, pods)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -97,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Status counts as progress only the writes that landed.
 	plan.Updates = r.apply(ctx, set, plan, byKey)
+	release()
 	if err := r.markPods(ctx, set, classified, byKey); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -6,6 +6,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -13,18 +14,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	runtimecontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/rollout"
 	"github.com/sidecarset/sidecarset/internal/status"
 )
 
@@ -75,9 +82,18 @@ type Reconciler struct {
 	// Namespace is the manager's namespace, where revisions are kept.
 	Namespace string
 	Clock     clock.PassiveClock
+	// Workers is how many SidecarSets are reconciled at once (one set is
+	// never reconciled by two at a time); 0 means DefaultWorkers.
+	Workers int
 
 	// injectCache keeps parsed selectors between reconciles.
 	injectCache inject.Cache
+
+	// spending is held from reading the budgets until the writes landed:
+	// sets whose pods share a PodDisruptionBudget are reconciled at once by
+	// different workers, and each would otherwise spend its last
+	// disruption.
+	spending sync.Mutex
 
 	mu sync.Mutex
 	// unmanaged remembers, per SidecarSet, the last count of its unmanaged
@@ -98,6 +114,11 @@ type writtenStatus struct {
 	status   v1alpha1.SidecarSetStatus
 }
 
+// DefaultWorkers is how many SidecarSets are reconciled at once by default:
+// a set whose reconcile waits on many pod writes or a long unmanaged recount
+// does not hold the others back.
+const DefaultWorkers = 4
+
 // SetupWithManager registers the controller: SidecarSets, and the managed
 // pods and PodDisruptionBudgets that feed their rollouts.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -112,7 +133,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(setsOfPod)).
 		// A budget's status.disruptionsAllowed is what held pods wait on.
-		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.allSets)).
+		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.setsOfBudget)).
+		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
 		Named("sidecarset").
 		Complete(r)
 }
@@ -130,15 +152,45 @@ func setsOfPod(_ context.Context, obj client.Object) []reconcile.Request {
 	return reqs
 }
 
-func (r *Reconciler) allSets(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list v1alpha1.SidecarSetList
-	if err := r.Client.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list SidecarSets for a PodDisruptionBudget change")
+// holdBudgets takes the budgets for one set's plan and writes; the release
+// it returns may be called more than once.
+func (r *Reconciler) holdBudgets() (release func()) {
+	r.spending.Lock()
+	return sync.OnceFunc(r.spending.Unlock)
+}
+
+// setsOfBudget maps a PodDisruptionBudget to the SidecarSets whose managed
+// pods it selects (rollout.BudgetSelector), from the cache: a budget
+// elsewhere, or over pods no set manages, wakes no set. An update brings the old budget and the new one
+// here, so pods a changed selector let go of are covered too.
+func (r *Reconciler) setsOfBudget(ctx context.Context, obj client.Object) []reconcile.Request {
+	pdb, ok := obj.(*policyv1.PodDisruptionBudget)
+	if !ok {
 		return nil
 	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
+	selector, ok := rollout.BudgetSelector(pdb.Spec.Selector)
+	if !ok {
+		return nil
+	}
+	managed, err := labels.NewRequirement(v1alpha1.LabelManaged, selection.Equals, []string{"true"})
+	if err != nil {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(pdb.Namespace),
+		client.MatchingLabelsSelector{Selector: selector.Add(*managed)}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list managed pods for a PodDisruptionBudget change", "podDisruptionBudget", klog.KObj(pdb))
+		return nil
+	}
+	names := sets.New[string]()
+	for i := range pods.Items {
+		if list := pods.Items[i].Annotations[v1alpha1.AnnotationInjected]; list != "" {
+			names.Insert(strings.Split(list, ",")...)
+		}
+	}
+	reqs := make([]reconcile.Request, 0, names.Len())
+	for _, name := range sets.List(names) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 	return reqs
 }
