@@ -21,7 +21,7 @@ images into running pods in place.
 
 Examples:
   # in a cluster, as the Helm chart runs it
-  sidecarset-manager --namespace=sidecarset-system --leader-elect --cert-rotation
+  sidecarset-manager --namespace=sidecarset-system --cert-rotation
 
   # locally against a cluster, serving webhooks with certificates in ./certs
   sidecarset-manager --kubeconfig=$HOME/.kube/config --cert-dir=./certs --webhook-port=9443
@@ -50,7 +50,9 @@ func main() {
 		"generate and rotate the webhook certificate in the Secret --cert-secret (mounted at --cert-dir) and inject its CA into the webhook configurations")
 	fs.StringVar(&opts.CertSecret, "cert-secret", opts.CertSecret, "Secret, in --namespace, that holds the rotated webhook certificate")
 	fs.StringVar(&opts.WebhookService, "webhook-service", opts.WebhookService, "Service, in --namespace, that the apiserver calls the webhooks through (the certificate's name)")
-	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection, "elect one active manager among replicas (use with more than one replica)")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection,
+		"elect one active manager among replicas, through a Lease in --namespace; turn it off only when no other manager can run against the cluster")
+	fs.IntVar(&opts.Workers, "workers", opts.Workers, "how many SidecarSets are reconciled at once")
 	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown, "how long to wait for work in flight on stop")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -59,6 +61,10 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if opts.Workers < 1 {
+		log.Error(fmt.Errorf("--workers=%d: must be at least 1", opts.Workers), "check flags")
+		os.Exit(2)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -51,8 +51,13 @@ type Options struct {
 	CertRotation   bool
 	CertSecret     string
 	WebhookService string
-	// LeaderElection runs one active manager among replicas.
+	// LeaderElection runs one active manager among replicas. It is on by
+	// default, whatever the number of replicas: two managers running the
+	// controllers at once (a rolling update, a second replica added later)
+	// would each take maxUnavailable and the budgets' disruptions.
 	LeaderElection bool
+	// Workers is how many SidecarSets are reconciled at once.
+	Workers int
 	// SeveralPerProcess allows more than one manager in one process over
 	// its life (tests that restart the manager): controller names are then
 	// not checked for uniqueness, which only guards metric names.
@@ -72,7 +77,8 @@ func DefaultOptions() Options {
 		CertDir:          "/tmp/k8s-webhook-server/serving-certs",
 		CertSecret:       "sidecarset-webhook-cert",
 		WebhookService:   "sidecarset-webhook",
-		LeaderElection:   false,
+		LeaderElection:   true,
+		Workers:          controller.DefaultWorkers,
 		GracefulShutdown: 30 * time.Second,
 	}
 }
@@ -105,8 +111,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "sidecarset-manager.sidecarset.dev",
 		LeaderElectionNamespace: opts.Namespace,
-		GracefulShutdownTimeout: &opts.GracefulShutdown,
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
+		// The manager's process ends when the manager does, so it may give
+		// the lease up at once: a restarted or replaced manager takes over
+		// without waiting for the lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &opts.GracefulShutdown,
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.WebhookHost,
 			Port:    opts.WebhookPort,
@@ -125,6 +135,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("sidecarset-controller"),
 		Namespace: opts.Namespace,
+		Workers:   opts.Workers,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the SidecarSet controller: %w", err)
