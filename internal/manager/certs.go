@@ -50,7 +50,7 @@ func serveWebhooks(mgr ctrl.Manager, opts Options) (healthz.Checker, error) {
 	// The webhook server loads its certificate when it starts, so it is
 	// added only once the certificate is mounted; until then the manager
 	// runs, and reports not ready.
-	err = mgr.Add(webhookStarter{run: func(ctx context.Context) error {
+	err = mgr.Add(everyReplica{run: func(ctx context.Context) error {
 		select {
 		case <-certsReady:
 		case <-ctx.Done():
@@ -75,12 +75,12 @@ func serveWebhooks(mgr ctrl.Manager, opts Options) (healthz.Checker, error) {
 	}, nil
 }
 
-// webhookStarter runs on every replica, leader or not: all of them serve
+// everyReplica runs on every replica, leader or not: all of them serve
 // webhooks.
-type webhookStarter struct {
+type everyReplica struct {
 	run func(context.Context) error
 }
 
-func (w webhookStarter) Start(ctx context.Context) error { return w.run(ctx) }
+func (w everyReplica) Start(ctx context.Context) error { return w.run(ctx) }
 
-func (webhookStarter) NeedLeaderElection() bool { return false }
+func (everyReplica) NeedLeaderElection() bool { return false }

@@ -143,8 +143,16 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)
 	}
-	// Ready once the webhook server answers TLS: the apiserver can call it.
+	// Ready once the webhook server answers TLS, so the apiserver can call
+	// it, and the webhooks can answer from a synced cache.
 	if err := mgr.AddReadyzCheck("webhook", webhooksReady); err != nil {
+		return nil, fmt.Errorf("add ready check: %w", err)
+	}
+	synced, err := cachesSynced(mgr)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("caches", synced); err != nil {
 		return nil, fmt.Errorf("add ready check: %w", err)
 	}
 	return mgr, nil

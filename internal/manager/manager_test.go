@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -311,3 +314,93 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// TestNotReadyBeforeCachesSynced: /readyz fails while the cache the webhooks
+// read from has not synced, although the webhook server already answers;
+// it passes once the cache has synced. The apiserver's answers to the
+// manager's lists and watches of SidecarSets are held back to keep the cache
+// unsynced.
+func TestNotReadyBeforeCachesSynced(t *testing.T) {
+	env := startEnv(t)
+	ctx := t.Context()
+	opts := manager.DefaultOptions()
+	create(t, env, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}})
+	release := make(chan struct{})
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			// A list or a watch-list (an informer's first watch with
+			// sendInitialEvents), whichever the informer makes.
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/sidecarsets") {
+				select {
+				case <-release:
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	probePort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.ProbeAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort))
+	opts.MetricsAddr = "0"
+	opts.WebhookHost, opts.WebhookPort, opts.CertDir = env.Webhooks.LocalServingHost, env.Webhooks.LocalServingPort, env.Webhooks.LocalServingCertDir
+	opts.SeveralPerProcess = true
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() { stopMgr(); <-done })
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+
+	readyz := func() (int, string) {
+		resp, err := http.Get("http://" + opts.ProbeAddr + "/readyz?verbose")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	started := mgr.GetWebhookServer().StartedChecker()
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, _ := readyz()
+		return code != 0 && started(&http.Request{}) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the webhook server and the probe never answered: %v", err)
+	}
+	// Ready must stay false while the cache waits, however long.
+	for range 10 {
+		if code, body := readyz(); code == http.StatusOK {
+			t.Fatalf("/readyz answered 200 before the cache synced:\n%s", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(release)
+	released = true
+	var code int
+	var body string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body = readyz()
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz never passed once the cache could sync: %d\n%s", code, body)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
