@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -12,9 +11,7 @@ import (
 
 // Init readies r for calls without a manager, as SetupWithManager does.
 func (r *Reconciler) Init() {
-	r.unmanaged = map[string]unmanagedCount{}
-	r.written = map[string]writtenStatus{}
-	r.writes = map[string]map[types.NamespacedName]podWrite{}
+	r.memory = map[string]*memory{}
 }
 
 // CountUnmanaged is countUnmanaged, for tests outside the package.

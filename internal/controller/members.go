@@ -131,7 +131,8 @@ type unmanagedCount struct {
 // retried alone at the next reconcile.
 func (r *Reconciler) countUnmanaged(ctx context.Context, set *v1alpha1.SidecarSet) (unmanagedCounts, error) {
 	r.mu.Lock()
-	last, ok := r.unmanaged[set.Name]
+	m := r.memoryOf(set.Name)
+	last, ok := m.unmanaged, m.hasUnmanaged
 	r.mu.Unlock()
 	now := r.Clock.Now()
 	if ok && last.generation == set.Generation && now.Sub(last.at) < UnmanagedRecount {
@@ -160,7 +161,8 @@ func (r *Reconciler) countUnmanaged(ctx context.Context, set *v1alpha1.SidecarSe
 
 func (r *Reconciler) remember(name string, c unmanagedCount) {
 	r.mu.Lock()
-	r.unmanaged[name] = c
+	m := r.memoryOf(name)
+	m.unmanaged, m.hasUnmanaged = c, true
 	r.mu.Unlock()
 }
 

@@ -96,13 +96,44 @@ type Reconciler struct {
 	spending sync.Mutex
 
 	mu sync.Mutex
-	// unmanaged remembers, per SidecarSet, the last count of its unmanaged
-	// pods; written the status last written.
-	unmanaged map[string]unmanagedCount
-	written   map[string]writtenStatus
-	// writes keeps, per SidecarSet, the pods it wrote that the cache has
-	// not shown since (rollout.Fresher).
-	writes map[string]map[types.NamespacedName]podWrite
+	// memory is what the controller keeps of each SidecarSet between
+	// reconciles, by name, under mu.
+	memory map[string]*memory
+}
+
+// memory is what the controller keeps of one SidecarSet between reconciles.
+// A restarted manager has none and judges the set from the cluster alone:
+// nothing here decides a rollout, it only saves requests or covers for a
+// cache that lags the controller's own writes.
+type memory struct {
+	// unmanaged is the last count of the set's unmanaged pods
+	// (countUnmanaged); its zero value, before the first, is stale.
+	unmanaged    unmanagedCount
+	hasUnmanaged bool
+	// status is the status last written, with the resourceVersions it was
+	// written over and made (writeStatus); nil before the first.
+	status *writtenStatus
+	// writes are the pods written whose writes the cache has not shown
+	// since (rollout.Fresher).
+	writes map[types.NamespacedName]podWrite
+}
+
+// memoryOf returns the memory of the set named name, made empty when there
+// is none. The caller holds r.mu.
+func (r *Reconciler) memoryOf(name string) *memory {
+	m := r.memory[name]
+	if m == nil {
+		m = &memory{writes: map[types.NamespacedName]podWrite{}}
+		r.memory[name] = m
+	}
+	return m
+}
+
+// forget drops the memory of a deleted set.
+func (r *Reconciler) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.memory, name)
 }
 
 // writtenStatus is a status the controller wrote over the set's
@@ -125,9 +156,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.unmanaged = map[string]unmanagedCount{}
-	r.written = map[string]writtenStatus{}
-	r.writes = map[string]map[types.NamespacedName]podWrite{}
+	r.memory = map[string]*memory{}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Status writes, this controller's own, need no reconcile.
 		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/rollout"
+)
+
+// budgets returns, per pod, the PodDisruptionBudgets that select it, each
+// with the disruptions already spent on it: the pods it selects that any
+// SidecarSet's rollout disrupted and that are not back yet
+// (rollout.Disrupted). Two sets bumped in one commit share one budget; each
+// counting only its own pods would let both take its one disruption.
+func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.NamespacedName][]rollout.Budget, error) {
+	out := map[types.NamespacedName][]rollout.Budget{}
+	namespaces := sets.New[string]()
+	for _, p := range pods {
+		namespaces.Insert(p.pod.Namespace)
+	}
+	if namespaces.Len() == 0 {
+		return out, nil
+	}
+	latest, err := r.latestHashes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range sets.List(namespaces) {
+		var pdbs policyv1.PodDisruptionBudgetList
+		if err := r.Client.List(ctx, &pdbs, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("list PodDisruptionBudgets in %s: %w", ns, err)
+		}
+		if len(pdbs.Items) == 0 {
+			continue
+		}
+		var managed corev1.PodList
+		if err := r.Client.List(ctx, &managed, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelManaged: "true"},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list managed pods in %s: %w", ns, err)
+		}
+		var disrupted []labels.Set
+		for i := range managed.Items {
+			pod := r.freshest(&managed.Items[i])
+			if !rollout.Active(pod) {
+				continue
+			}
+			state, _ := revision.Decode(pod.Annotations)
+			if rollout.Disrupted(pod, state, latest) {
+				disrupted = append(disrupted, pod.Labels)
+			}
+		}
+		for _, pdb := range pdbs.Items {
+			sel, ok := rollout.BudgetSelector(pdb.Spec.Selector)
+			if !ok {
+				continue
+			}
+			b := rollout.Budget{Name: pdb.Namespace + "/" + pdb.Name, DisruptionsAllowed: pdb.Status.DisruptionsAllowed}
+			for _, l := range disrupted {
+				if sel.Matches(l) {
+					b.Spent++
+				}
+			}
+			for _, p := range pods {
+				if p.pod.Namespace == ns && sel.Matches(labels.Set(p.pod.Labels)) {
+					key := types.NamespacedName{Namespace: ns, Name: p.pod.Name}
+					out[key] = append(out[key], b)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// latestHashes maps every SidecarSet's name to its latest revision's Hash.
+func (r *Reconciler) latestHashes(ctx context.Context) (map[string]string, error) {
+	var list v1alpha1.SidecarSetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list SidecarSets: %w", err)
+	}
+	out := make(map[string]string, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = revision.Hash(&list.Items[i].Spec)
+	}
+	return out, nil
+}

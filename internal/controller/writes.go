@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/rollout"
+)
+
+// apply writes the plan's pod updates, a few at a time, and returns the ones
+// that landed, in plan order. The plan already decided that all of them may
+// go now; writing them one after another would only make a wide rollout
+// (maxUnavailable 100%) wait on round trips.
+func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan rollout.Plan, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
+	landed := make([]bool, len(plan.Updates))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, concurrentPodWrites)
+	for i, u := range plan.Updates {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			landed[i] = r.applyOne(ctx, set, pods[u.Pod], u)
+		})
+	}
+	wg.Wait()
+	var written []rollout.PodUpdate
+	var names []string
+	for i, u := range plan.Updates {
+		if landed[i] {
+			written = append(written, u)
+			if u.Action != rollout.ActionSettle {
+				names = append(names, u.Pod.String())
+			}
+		}
+	}
+	if len(names) > 0 {
+		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
+			"updating %d pod(s) in place: %s", len(names), podList(names))
+	}
+	return written
+}
+
+// applyOne writes one pod update and tells, on the pod, what was written.
+func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, u rollout.PodUpdate) bool {
+	log := ctrl.LoggerFrom(ctx)
+	if err := r.writePod(ctx, set, pod, u); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// The cache was behind: the pod changed or went away since.
+			// Its watch event brings the set back with the new pod.
+			log.V(1).Info("pod changed before the update; will retry", "pod", klog.KObj(pod), "err", err.Error())
+			return false
+		}
+		log.Error(err, "update sidecar images", "pod", klog.KObj(pod))
+		r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Update",
+			"update sidecars of %s: %v", set.Name, err)
+		return false
+	}
+	images := make([]string, len(u.Containers))
+	for i, c := range u.Containers {
+		images[i] = c.Name + "=" + c.Image
+	}
+	switch u.Action {
+	case rollout.ActionSettle:
+		// Bookkeeping: nothing in the pod changed.
+	case rollout.ActionRevertDrift:
+		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",
+			"SidecarSet %s wrote back %s", set.Name, strings.Join(images, ", "))
+	default:
+		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonSidecarUpdated, "Update",
+			"SidecarSet %s revision %s: %s", set.Name, u.State.Revision, strings.Join(images, ", "))
+	}
+	return true
+}
+
+// writePod patches the images of u's containers and the set's record in one
+// request. The patch carries the pod's resourceVersion: if the cache was
+// stale the apiserver refuses it, so a pod is never written twice from one
+// stale view.
+func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
+	pod, err := rollout.Apply(cached, set.Name, u)
+	if err != nil {
+		return err
+	}
+	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Patch(ctx, pod, patch); err != nil {
+		return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(pod), err)
+	}
+	r.expect(set.Name, pod)
+	return nil
+}
+
+// expect remembers pod, as the apiserver returned it from a write of
+// setName's record, until the cache has caught up with it (expected).
+func (r *Reconciler) expect(setName string, pod *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.memoryOf(setName).writes[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podWrite{pod: pod, at: r.Clock.Now()}
+}
+
+// podWrite is a pod as a write of the controller left it.
+type podWrite struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+// expectationTTL bounds how long a write is trusted over the cache. The
+// cache shows a write within moments; one it never shows was overtaken by
+// an edit rollout.Fresher cannot recognise (someone else rewrote the
+// record), and the cache is then the truth.
+const expectationTTL = time.Minute
+
+// freshest returns the pod, or the version of it that any SidecarSet's
+// last write made when the cache has not caught up with that write.
+func (r *Reconciler) freshest(pod *corev1.Pod) *corev1.Pod {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for setName, m := range r.memory {
+		if written, ok := m.writes[key]; ok {
+			if fresh, caughtUp := rollout.Fresher(pod, written.pod, setName); !caughtUp {
+				pod = fresh
+			}
+		}
+	}
+	return pod
+}
+
+// expected replaces, in pods, every pod whose cached version has not caught
+// up with this controller's last write of it by the pod written
+// (rollout.Fresher), and forgets the writes the cache has caught up with or
+// whose pods are gone.
+func (r *Reconciler) expected(setName string, pods []matched) []matched {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	writes := r.memoryOf(setName).writes
+	if len(writes) == 0 {
+		return pods
+	}
+	seen := make(map[types.NamespacedName]bool, len(writes))
+	now := r.Clock.Now()
+	for i, p := range pods {
+		key := types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}
+		written, ok := writes[key]
+		if !ok {
+			continue
+		}
+		seen[key] = true
+		fresh, caughtUp := rollout.Fresher(p.pod, written.pod, setName)
+		if caughtUp || now.Sub(written.at) > expectationTTL {
+			delete(writes, key)
+			continue
+		}
+		// Another set's unreadable entry does not make this one unreadable.
+		state, _ := revision.Decode(fresh.Annotations)
+		if rec, ok := state[setName]; ok {
+			pods[i] = matched{pod: fresh, rec: rec}
+		}
+	}
+	for key := range writes {
+		if !seen[key] {
+			delete(writes, key)
+		}
+	}
+	return pods
+}
+
+// podListLimit bounds the pod names in one event message. The apiserver
+// refuses an event whose message is over 1024 bytes, and the recorder then
+// drops it: a rollout step over a thousand pods would tell nothing at all.
+const podListLimit = 600
+
+// podList names pods in an event message: as many as fit in podListLimit
+// bytes, then how many more there are.
+func podList(names []string) string {
+	var b strings.Builder
+	for i, name := range names {
+		if i > 0 && b.Len()+len(name) > podListLimit {
+			fmt.Fprintf(&b, " and %d more", len(names)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+	}
+	return b.String()
+}
