@@ -70,6 +70,28 @@ func ImagelessHash(spec *v1alpha1.SidecarSetSpec) string {
 	return hashOf(injectedOf(spec, true))
 }
 
+// ImagelessHashKeepingPullPolicy returns the ImagelessHash of the previous
+// release, which blanked images only, keeping a pull policy that follows
+// the image. Pods injected by that release carry it. Two specs equal under
+// it are equal under ImagelessHash too (it blanks less), so a pod whose
+// record carries the latest spec's ImagelessHashKeepingPullPolicy differs
+// from it in images only.
+func ImagelessHashKeepingPullPolicy(spec *v1alpha1.SidecarSetSpec) string {
+	in := injectedOf(spec, false)
+	in.Containers = imagesBlanked(spec.Containers)
+	in.InitContainers = imagesBlanked(spec.InitContainers)
+	return hashOf(in)
+}
+
+func imagesBlanked(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
+	out := make([]v1alpha1.SidecarContainer, len(cs))
+	for i := range cs {
+		cs[i].DeepCopyInto(&out[i])
+		out[i].Image = ""
+	}
+	return out
+}
+
 // Name returns the name of the ControllerRevision that holds spec for the
 // SidecarSet named setName: the set's name and the spec's Hash.
 func Name(setName string, spec *v1alpha1.SidecarSetSpec) string {

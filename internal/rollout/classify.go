@@ -153,7 +153,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			p.Drifted = append(p.Drifted, c.Name)
 		}
 	}
-	p.Upgradable = rec.ImagelessHash == latest.ImagelessHash
+	p.Upgradable = rec.ImagelessHash == latest.ImagelessHash ||
+		(latest.PreviousImagelessHash != "" && rec.ImagelessHash == latest.PreviousImagelessHash)
 	for name := range latest.Containers {
 		if _, ok := p.container(name); !ok {
 			p.Upgradable = false

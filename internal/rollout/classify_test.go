@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -170,7 +172,9 @@ func TestNewLatest(t *testing.T) {
 		Name:          got.Name,
 		Hash:          got.Hash,
 		ImagelessHash: NewLatest(testSet("exporter:v1")).ImagelessHash,
-		Containers:    map[string]string{"exporter": "exporter:v2", "shipper": "fluent-bit:3.1"},
+		// No pull policy to blank: both rules agree.
+		PreviousImagelessHash: NewLatest(testSet("exporter:v1")).ImagelessHash,
+		Containers:            map[string]string{"exporter": "exporter:v2", "shipper": "fluent-bit:3.1"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NewLatest (-want +got):\n%s", diff)
@@ -197,5 +201,30 @@ func TestActive(t *testing.T) {
 		if got := Active(tt.pod); got != tt.want {
 			t.Errorf("%s: Active = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// Pods injected by the previous release carry an ImagelessHash that kept a
+// pull policy following the image; they stay upgradable in place.
+func TestClassifyPreviousImagelessHash(t *testing.T) {
+	withPolicy := func(image string) *v1alpha1.SidecarSet {
+		set := testSet(image)
+		set.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+		set.Spec.InitContainers[0].ImagePullPolicy = corev1.PullIfNotPresent
+		return set
+	}
+	old, next := withPolicy("exporter:v1"), withPolicy("exporter:v2")
+	pod := injectedPod("p01", old)
+	rec := record(pod)
+	rec.ImagelessHash = revision.ImagelessHashKeepingPullPolicy(&old.Spec)
+	if rec.ImagelessHash == revision.ImagelessHash(&old.Spec) {
+		t.Fatalf("the two rules agree on %s; the case tests nothing", rec.ImagelessHash)
+	}
+	if p := Classify(pod, rec, NewLatest(next)); !p.Upgradable {
+		t.Errorf("a pod injected by the previous release is not upgradable by an image change")
+	}
+	next.Spec.Containers[0].Args = []string{"--verbose"}
+	if p := Classify(pod, rec, NewLatest(next)); p.Upgradable {
+		t.Errorf("a pod injected by the previous release is upgradable across a change beyond images")
 	}
 }

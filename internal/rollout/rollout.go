@@ -37,6 +37,10 @@ type Latest struct {
 	// Hash and ImagelessHash are the revision's hashes (see revision.Hash).
 	Hash          string
 	ImagelessHash string
+	// PreviousImagelessHash is the ImagelessHash the previous release
+	// computed for the same spec (revision.ImagelessHashKeepingPullPolicy):
+	// pods it injected are upgradable in place when their record carries it.
+	PreviousImagelessHash string
 	// Containers maps every sidecar name, regular and init, to its declared
 	// image.
 	Containers map[string]string
@@ -53,10 +57,11 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 		images[c.Name] = c.Image
 	}
 	return Latest{
-		Name:          revision.Name(set.Name, spec),
-		Hash:          revision.Hash(spec),
-		ImagelessHash: revision.ImagelessHash(spec),
-		Containers:    images,
+		Name:                  revision.Name(set.Name, spec),
+		Hash:                  revision.Hash(spec),
+		ImagelessHash:         revision.ImagelessHash(spec),
+		PreviousImagelessHash: revision.ImagelessHashKeepingPullPolicy(spec),
+		Containers:            images,
 	}
 }
 
