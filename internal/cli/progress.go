@@ -94,6 +94,8 @@ func (s snapshot) counts() string {
 // progressRenderer shows snapshots as they come.
 type progressRenderer interface {
 	show(snapshot)
+	// say writes a line of its own (above the bar, on a terminal).
+	say(line string)
 	// stop leaves the last snapshot on screen.
 	stop()
 }
@@ -111,6 +113,8 @@ func (r *lineRenderer) show(s snapshot) {
 		r.last = line
 	}
 }
+
+func (r *lineRenderer) say(line string) { fmt.Fprintln(r.out, line) }
 
 func (r *lineRenderer) stop() {}
 
@@ -158,6 +162,10 @@ func (r *barRenderer) show(s snapshot) {
 	r.bar.SetTotal(int64(s.target), false)
 	r.bar.SetCurrent(int64(s.updatedReady))
 }
+
+// say writes through mpb, which owns the terminal while the bar runs:
+// writing to it directly would race the bar's redraws.
+func (r *barRenderer) say(line string) { fmt.Fprintln(r.p, line) }
 
 func (r *barRenderer) stop() {
 	r.bar.Abort(false)

@@ -227,7 +227,7 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 		if set.Status.ObservedGeneration >= set.Generation {
 			r.show(snapshotOf(set))
 		} else if !waiting {
-			fmt.Fprintf(out, "%s: waiting for the controller to report on generation %d\n", opts.Name, set.Generation)
+			r.say(fmt.Sprintf("%s: waiting for the controller to report on generation %d", opts.Name, set.Generation))
 			waiting = true
 		}
 		switch v := verdictOf(set); {
