@@ -127,8 +127,9 @@ func (r *Reconciler) freshest(pod *corev1.Pod) *corev1.Pod {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.Clock.Now()
 	for setName, m := range r.memory {
-		if written, ok := m.writes[key]; ok {
+		if written, ok := m.writes[key]; ok && now.Sub(written.at) <= expectationTTL {
 			if fresh, caughtUp := rollout.Fresher(pod, written.pod, setName); !caughtUp {
 				pod = fresh
 			}

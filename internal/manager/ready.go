@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,8 +16,9 @@ import (
 )
 
 // webhookReads are what the webhooks read from the manager's cache: the
-// SidecarSets to inject and validate against, and the pod's namespace.
-var webhookReads = []client.Object{&v1alpha1.SidecarSet{}, &corev1.Namespace{}}
+// SidecarSets to inject and validate against, the pod's namespace, and the
+// revisions new pods get while a stalled rollout is paused.
+var webhookReads = []client.Object{&v1alpha1.SidecarSet{}, &corev1.Namespace{}, &appsv1.ControllerRevision{}}
 
 // cachesSynced returns the readiness check that fails until the cache holds
 // what the webhooks read. The cache starts its informers only when first

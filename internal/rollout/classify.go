@@ -115,6 +115,15 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	}
 	// wrote: some running sidecar still carries the record of a write.
 	complete, wrote := true, false
+	write := rec.Write
+	if write != nil && pod.Generation < write.Generation {
+		// The apiserver moves the generation only when the spec changed;
+		// a write it stored as it was (a mutating policy put back what
+		// was written over) made none, and none is to be waited for.
+		w := *write
+		w.Generation = pod.Generation
+		write = &w
+	}
 	for _, rc := range rec.Containers {
 		spec, init, found := specContainer(pod, rc.Name)
 		if !found {
@@ -135,7 +144,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			Recorded:    rc,
 		}
 		if c.Runs {
-			c.Complete = UpdateComplete(rc, rec.Write, st, pod.Status.ObservedGeneration)
+			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
 			if !c.Complete {
 				complete = false
 				if written(rc) {
@@ -164,9 +173,12 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	switch {
 	case rec.Write == nil:
 		// Written before writes were kept, by a version that wrote ready
-		// pods only within maxUnavailable: an update in flight is taken
-		// for a disruption, as that version counted it.
-		p.Disrupting = p.Updating
+		// pods only within maxUnavailable: an update in flight in a pod
+		// still ready, or no longer ready, is taken for a disruption, as
+		// that version counted it; one in a pod never written while ready
+		// cannot be told apart, and counts while its container runs the
+		// old instance.
+		p.Disrupting = p.Updating && (p.PodReady || p.runningInFlightAny())
 	case rec.Write.WasReady:
 		p.Disrupting = !p.Ready
 		p.Back = p.Ready
@@ -185,6 +197,13 @@ func written(rc revision.ContainerState) bool {
 
 func restartsAlways(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// runningInFlightAny reports whether a sidecar of p whose write is in
+// flight runs: the kubelet has yet to restart it.
+func (p Pod) runningInFlightAny() bool {
+	_, ok := p.runningInFlight()
+	return ok
 }
 
 func (p Pod) container(name string) (Container, bool) {

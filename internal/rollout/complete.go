@@ -51,7 +51,8 @@ import (
 // adoption) is complete once the container runs: the kubelet created it from
 // the injected spec; so is one written into a pod that ran no container of
 // it then. A record written before writes were kept (revision.Write) is
-// judged as it was then: by the imageID changing.
+// judged as it was then: by the imageID changing, or a declared digest
+// equal to the running one.
 //
 // A container that is not running (waiting in ErrImagePull or
 // CrashLoopBackOff, or terminated) is not complete: it runs nothing yet.
@@ -77,6 +78,11 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 		return true
 	}
 	if write == nil {
+		// As that version judged it, digest shortcut included: it judged
+		// these writes by it, and the pods it let go on are long done.
+		if d := declaredDigest(rc.Image); d != "" && d == imageIDDigest(st.ImageID) {
+			return true
+		}
 		return !sameImageID(st.ImageID, rc.PreviousImageID)
 	}
 	if observedGeneration > 0 && observedGeneration < write.Generation {
@@ -100,6 +106,19 @@ func sameImageID(a, b string) bool {
 		return da == db
 	}
 	return a == b
+}
+
+// declaredDigest returns the digest an image reference is pinned to
+// ("repo:tag@sha256:<hex>" or "repo@sha256:<hex>"), or "".
+func declaredDigest(image string) string {
+	i := strings.LastIndex(image, "@")
+	if i < 0 {
+		return ""
+	}
+	if d := image[i+1:]; isDigest(d) {
+		return d
+	}
+	return ""
 }
 
 // imageIDDigest returns the digest in a container status imageID, in either

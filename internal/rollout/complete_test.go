@@ -121,6 +121,12 @@ func TestUpdateComplete(t *testing.T) {
 			status: status(c2, "docker-pullable://r/x@"+bbb), want: true,
 		},
 		{
+			// That version judged a pin done by the digest; so are its
+			// records still, or they would never be done.
+			name: "imageID-only record, declared digest running", recorded: revision.ContainerState{Name: "exporter", Image: "x@" + aaa, PreviousImageID: "r/x@" + aaa},
+			status: status(c1, "r/x@"+aaa), want: true,
+		},
+		{
 			name: "imageID-only record, same image with a runtime prefix", recorded: revision.ContainerState{Name: "exporter", Image: "x:v2", PreviousImageID: "r/x@" + aaa},
 			status: status(c1, "docker-pullable://r/x@"+aaa), want: false,
 		},

@@ -126,15 +126,25 @@ func parseReference(s string) (reference, bool) {
 // and the apiserver then reinvokes the webhook (reinvocationPolicy
 // IfNeeded), which records what will be stored rather than what it wrote.
 // Nobody has edited a pod that does not exist yet, so whatever admission
-// made of the image is what was written. The input is not modified.
+// made of the image is what was written. For the same reason nothing was
+// written into it in place: a record copied from a live pod (a restored
+// backup, a template made from a pod) loses its write, which would
+// otherwise be waited for for ever. The input is not modified.
 func RecordAdmitted(state revision.State, pod *corev1.Pod) (revision.State, bool) {
 	out := make(revision.State, len(state))
 	changed := false
 	for set, rec := range state {
+		if rec.Write != nil {
+			rec.Write, changed = nil, true
+		}
 		rec.Containers = append([]revision.ContainerState(nil), rec.Containers...)
 		for i, rc := range rec.Containers {
 			if spec, _, found := specContainer(pod, rc.Name); found && spec.Image != rc.Image {
 				rec.Containers[i].Image = spec.Image
+				changed = true
+			}
+			if written(rc) {
+				rec.Containers[i] = settled(rec.Containers[i])
 				changed = true
 			}
 		}

@@ -133,3 +133,20 @@ func TestRecordAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// A record copied from a live pod into a new one (a restored backup, a
+// template made from a pod) loses its write: nothing was written into a pod
+// that did not exist, and a write would be waited for for ever.
+func TestRecordAdmittedDropsCopiedWrite(t *testing.T) {
+	pod := injectedPod("p01", testSet("exporter:v2"))
+	copied := revision.State{setName: {Revision: "s-2", Hash: "2", ImagelessHash: "x",
+		Write: &revision.Write{WasReady: true, Generation: 5},
+		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v2",
+			PreviousContainerID: "containerd://old", PreviousImage: "exporter:v1", PreviousImageID: imageID("exporter:v1")}}}}
+	got, changed := RecordAdmitted(copied, pod)
+	want := revision.State{setName: {Revision: "s-2", Hash: "2", ImagelessHash: "x",
+		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v2"}}}}
+	if diff := cmp.Diff(want, got); diff != "" || !changed {
+		t.Errorf("RecordAdmitted changed %v (-want +got):\n%s", changed, diff)
+	}
+}

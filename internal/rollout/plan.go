@@ -575,7 +575,8 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	if len(u.Containers) == 0 {
 		return p.Record.Write
 	}
-	return &revision.Write{WasReady: p.Disrupting || (p.PodReady && u.restartsRunning(p)), Generation: p.Generation + 1}
+	kept := p.Disrupting && p.Record.Write != nil
+	return &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: p.Generation + 1}
 }
 
 func sortHeld(h []Held) {

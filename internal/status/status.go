@@ -100,8 +100,8 @@ type Result struct {
 //   - updatedPods or updatedReadyPods grew since the previous status (not
 //     readyPods: pods flapping, or new pods of a scale-up, are no progress
 //     of the rollout);
-//   - the plan writes a pod. A plan never writes the same pod twice for the
-//     same reason (once written it is updated, or no longer drifted), so a
+//   - the plan writes a pod (a settle, which only writes a record, does not
+//     count). A plan never writes the same pod twice for the same reason (once written it is updated, or no longer drifted), so a
 //     non-empty plan means the planned set changed.
 //
 // The deadline clock runs only while there is rollout work other than due
@@ -209,7 +209,7 @@ func Compute(in Input) Result {
 	progressed := restarted ||
 		st.UpdatedPods > prev.UpdatedPods ||
 		st.UpdatedReadyPods > prev.UpdatedReadyPods ||
-		len(in.Plan.Updates) > 0
+		movesPods(in.Plan.Updates)
 
 	res := Result{}
 	deadline := DefaultProgressDeadline
@@ -278,6 +278,17 @@ func Compute(in Input) Result {
 	}
 	res.Status = st
 	return res
+}
+
+// movesPods reports whether updates move a pod: settling a record is
+// bookkeeping, and a plan of settles alone is no progress.
+func movesPods(updates []rollout.PodUpdate) bool {
+	for _, u := range updates {
+		if u.Action != rollout.ActionSettle {
+			return true
+		}
+	}
+	return false
 }
 
 // heldBy counts the held pods of a reason.

@@ -200,15 +200,21 @@ func TestSidecarSetRefusedByThePodValidation(t *testing.T) {
 	}
 }
 
-// updateSet applies change to the stored SidecarSet named name.
+// updateSet applies change to the stored SidecarSet named name, again on a
+// conflict (the controller writes the set's status meanwhile), and returns
+// any other error.
 func updateSet(t *testing.T, name string, change func(*v1alpha1.SidecarSet)) error {
 	t.Helper()
-	set := &v1alpha1.SidecarSet{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, set); err != nil {
-		t.Fatalf("get SidecarSet %s: %v", name, err)
+	for {
+		set := &v1alpha1.SidecarSet{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, set); err != nil {
+			t.Fatalf("get SidecarSet %s: %v", name, err)
+		}
+		change(set)
+		if err := env.Client.Update(t.Context(), set); !apierrors.IsConflict(err) {
+			return err
+		}
 	}
-	change(set)
-	return env.Client.Update(t.Context(), set)
 }
 
 // laggingCache is an informer cache that has not seen any namespace yet.
