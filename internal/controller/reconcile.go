@@ -67,6 +67,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if len(budgets) == 0 {
+		// No budget covers these pods: their writes spend nothing another
+		// set could be counting on.
+		release()
+	}
 
 	plan, err := rollout.Next(rollout.Input{
 		Latest:      latest,
