@@ -15,13 +15,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/realnode"
+	"github.com/sidecarset/sidecarset/internal/stack"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -30,14 +32,15 @@ const (
 	imageV2 = "sidecarset.test/busybox:v2"
 )
 
-// startNode starts an apiserver and a real node against it, stopped in
-// that order's reverse when the test ends; their logs are printed if the
-// test failed.
-func startNode(t *testing.T) (*testenv.Env, *realnode.Node) {
+// startNode starts the whole stack without simulated nodes, and a real
+// node against its apiserver; the node stops first, the control plane last.
+// Their logs are printed if the test failed.
+func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the end-to-end tests run a real kubelet, containerd and runc and need root: run `make e2e` as root")
 	}
+	testenv.SetLogger()
 	logs := &syncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -45,12 +48,12 @@ func startNode(t *testing.T) (*testenv.Env, *realnode.Node) {
 		}
 	})
 	start := time.Now()
-	env, err := testenv.Start(testenv.Options{APIServerFlags: realnode.APIServerFlags(), Output: logs})
+	sys, err := stack.Start(context.Background(), stack.Options{APIServerFlags: realnode.APIServerFlags(), Output: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
+		if err := sys.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -58,9 +61,10 @@ func startNode(t *testing.T) (*testenv.Env, *realnode.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodeStart := time.Now()
 	node, err := realnode.Start(context.Background(), realnode.Options{
 		Assets:     assets,
-		KubeConfig: env.KubeConfig,
+		KubeConfig: sys.Env.KubeConfig,
 		Images:     []realnode.Image{{Ref: imageV1, Version: "v1"}, {Ref: imageV2, Version: "v2"}},
 		Output:     logs,
 	})
@@ -74,78 +78,115 @@ func startNode(t *testing.T) (*testenv.Env, *realnode.Node) {
 		}
 		t.Logf("node stopped in %v", time.Since(start).Round(time.Millisecond))
 	})
-	t.Logf("control plane and node Ready in %v", time.Since(start).Round(time.Millisecond))
-	return env, node
+	t.Logf("control plane and manager up in %v, node Ready %v later",
+		nodeStart.Sub(start).Round(time.Millisecond), time.Since(nodeStart).Round(time.Millisecond))
+	return sys, node
 }
 
 // TestOnlyChangedSidecarRestarts is the seed's experiment on a real
-// kubelet: a pod with an app container and two sidecars; a new image for
-// one sidecar restarts that container alone, in place.
+// kubelet: a pod with an app container and two injected sidecars; a
+// SidecarSet rollout of a new image for one sidecar restarts that container
+// alone, in place.
 func TestOnlyChangedSidecarRestarts(t *testing.T) {
-	env, node := startNode(t)
+	sys, node := startNode(t)
 	ctx := context.Background()
-	c := env.Client
+	c := sys.Env.Client
 
-	container := func(name string) corev1.Container {
-		return corev1.Container{Name: name, Image: imageV1, ImagePullPolicy: corev1.PullNever}
+	labels := map[string]string{"app": "seed"}
+	sidecar := func(name string) v1alpha1.SidecarContainer {
+		return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: imageV1, ImagePullPolicy: corev1.PullNever}}
+	}
+	set := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "seed"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: labels},
+			Containers: []v1alpha1.SidecarContainer{sidecar("sidecar-a"), sidecar("sidecar-b")},
+		},
+	}
+	if err := c.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitObserved(ctx, c, set.Name); err != nil {
+		t.Fatal(err)
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "seed"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "seed", Labels: labels},
 		Spec: corev1.PodSpec{
 			NodeName:                      realnode.NodeName,
 			DNSPolicy:                     corev1.DNSDefault,
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](2),
-			Containers:                    []corev1.Container{container("app"), container("sidecar-a"), container("sidecar-b")},
+			Containers:                    []corev1.Container{{Name: "app", Image: imageV1, ImagePullPolicy: corev1.PullNever}},
 		},
 	}
 	if err := c.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	before := waitPod(t, c, pod, func(p *corev1.Pod) bool { return allReady(p, imageV1) })
+	before := waitPod(t, c, pod, func(p *corev1.Pod) bool { return allReady(p, imageV1, 3) })
 	if before.Status.PodIP == "" {
 		t.Fatalf("pod %s is running without an IP", pod.Name)
 	}
 
-	patch := client.MergeFrom(before.DeepCopy())
-	updated := before.DeepCopy()
-	updated.Spec.Containers[1].Image = imageV2
 	start := time.Now()
-	if err := c.Patch(ctx, updated, patch); err != nil {
-		t.Fatal(err)
-	}
-	after := waitPod(t, c, pod, func(p *corev1.Pod) bool {
-		s := status(p, "sidecar-a")
-		return s.Ready && s.ImageID == node.ImageIDs[imageV2]
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return false, err
+		}
+		set.Spec.Containers[0].Image = imageV2
+		err := c.Update(ctx, set)
+		return err == nil, ignoreConflict(err)
 	})
-	t.Logf("sidecar-a running the new image after %v", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("update SidecarSet: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return false, err
+		}
+		s := set.Status
+		return s.ObservedGeneration >= set.Generation && s.MatchedPods == 1 && s.UpdatedPods == 1 && s.UpdatedReadyPods == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("wait for the rollout to complete: %v; status %+v", err, set.Status)
+	}
+	t.Logf("rollout complete after %v", time.Since(start).Round(time.Millisecond))
+	after := waitPod(t, c, pod, func(*corev1.Pod) bool { return true })
 
-	if diff := cmp.Diff([]types.UID{before.UID}, []types.UID{after.UID}); diff != "" {
-		t.Errorf("pod UID changed (-before +after):\n%s", diff)
+	if after.UID != before.UID {
+		t.Errorf("pod UID changed from %s to %s", before.UID, after.UID)
 	}
 	if after.Status.PodIP != before.Status.PodIP {
 		t.Errorf("pod IP changed from %s to %s", before.Status.PodIP, after.Status.PodIP)
 	}
 	type seen struct {
+		Image        string
 		ContainerID  string
 		ImageID      string
 		RestartCount int32
+		Ready        bool
 	}
-	want := map[string]seen{}
-	for _, s := range before.Status.ContainerStatuses {
-		want[s.Name] = seen{s.ContainerID, s.ImageID, s.RestartCount}
+	observe := func(p *corev1.Pod) map[string]seen {
+		m := map[string]seen{}
+		for _, s := range p.Status.ContainerStatuses {
+			m[s.Name] = seen{s.Image, s.ContainerID, s.ImageID, s.RestartCount, s.Ready}
+		}
+		return m
 	}
-	got := map[string]seen{}
-	for _, s := range after.Status.ContainerStatuses {
-		got[s.Name] = seen{s.ContainerID, s.ImageID, s.RestartCount}
-	}
+	want, got := observe(before), observe(after)
 	if got["sidecar-a"].ContainerID == want["sidecar-a"].ContainerID {
 		t.Errorf("sidecar-a kept container %s: it was not restarted", want["sidecar-a"].ContainerID)
 	}
-	want["sidecar-a"] = seen{got["sidecar-a"].ContainerID, node.ImageIDs[imageV2], 1}
+	want["sidecar-a"] = seen{imageV2, got["sidecar-a"].ContainerID, node.ImageIDs[imageV2], 1, true}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("containers after the patch (-want +got):\n%s", diff)
+		t.Errorf("containers after the rollout (-want +got):\n%s", diff)
 	}
+}
+
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // waitPod polls the pod until done holds and returns it.
@@ -164,8 +205,9 @@ func waitPod(t *testing.T, c client.Client, pod *corev1.Pod, done func(*corev1.P
 	return got
 }
 
-func allReady(p *corev1.Pod, image string) bool {
-	if len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
+// allReady says whether the pod runs n containers, all Ready on image.
+func allReady(p *corev1.Pod, image string, n int) bool {
+	if len(p.Status.ContainerStatuses) != n {
 		return false
 	}
 	for _, s := range p.Status.ContainerStatuses {
@@ -174,15 +216,6 @@ func allReady(p *corev1.Pod, image string) bool {
 		}
 	}
 	return true
-}
-
-func status(p *corev1.Pod, name string) corev1.ContainerStatus {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == name {
-			return s
-		}
-	}
-	return corev1.ContainerStatus{}
 }
 
 // syncBuffer collects the logs of several processes.
