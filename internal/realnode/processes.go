@@ -246,9 +246,9 @@ func unescapeMount(s string) string {
 
 // unmount unmounts what is mounted in the node's folder and what the node
 // mounted in the fixed folders outside it (network namespaces).
-func (n *Node) unmount() error {
-	roots := []string{n.dir}
-	for _, o := range n.outside {
+func unmount(dir string, outside []*outsidePath) error {
+	roots := []string{dir}
+	for _, o := range outside {
 		roots = append(roots, o.created()...)
 	}
 	var errs []error
@@ -272,12 +272,12 @@ func (n *Node) unmount() error {
 // containerd or CNI write to. What the node created there is what did not
 // exist before it started.
 type outsidePath struct {
-	path string
-	// root is the first missing folder on the way to path, when path did
+	Path string `json:"path"`
+	// Root is the first missing folder on the way to Path, when Path did
 	// not exist: the node created it and everything below.
-	root string
-	// before are the entries of path when it existed.
-	before map[string]bool
+	Root string `json:"root,omitempty"`
+	// Before are the entries of Path when it existed.
+	Before map[string]bool `json:"before,omitempty"`
 }
 
 // outsidePaths are the fixed folders outside the node's own.
@@ -289,40 +289,43 @@ var outsidePaths = []string{
 	"/run/netns",
 }
 
-func (n *Node) watchOutside() {
+// watchOutside records what the fixed folders hold before the node starts.
+func watchOutside() []*outsidePath {
+	var outside []*outsidePath
 	for _, p := range outsidePaths {
-		o := &outsidePath{path: p}
+		o := &outsidePath{Path: p}
 		if entries, err := os.ReadDir(p); err == nil {
-			o.before = map[string]bool{}
+			o.Before = map[string]bool{}
 			for _, e := range entries {
-				o.before[e.Name()] = true
+				o.Before[e.Name()] = true
 			}
 		} else {
-			o.root = p
+			o.Root = p
 			for d := filepath.Dir(p); d != "/"; d = filepath.Dir(d) {
 				if _, err := os.Stat(d); err == nil {
 					break
 				}
-				o.root = d
+				o.Root = d
 			}
 		}
-		n.outside = append(n.outside, o)
+		outside = append(outside, o)
 	}
+	return outside
 }
 
 // created lists what the node created under the path.
 func (o *outsidePath) created() []string {
-	if o.root != "" {
-		if _, err := os.Lstat(o.root); err == nil {
-			return []string{o.root}
+	if o.Root != "" {
+		if _, err := os.Lstat(o.Root); err == nil {
+			return []string{o.Root}
 		}
 		return nil
 	}
-	entries, _ := os.ReadDir(o.path)
+	entries, _ := os.ReadDir(o.Path)
 	var paths []string
 	for _, e := range entries {
-		if !o.before[e.Name()] {
-			paths = append(paths, filepath.Join(o.path, e.Name()))
+		if !o.Before[e.Name()] {
+			paths = append(paths, filepath.Join(o.Path, e.Name()))
 		}
 	}
 	return paths
@@ -338,4 +341,17 @@ func (o *outsidePath) remove() error {
 		errs = append(errs, os.RemoveAll(p))
 	}
 	return errors.Join(errs...)
+}
+
+// killIfRunsIn kills pid and waits for it, if its command line names dir:
+// a PID recorded by an earlier node may belong to another process by now.
+func killIfRunsIn(pid int, dir string) {
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || !strings.Contains(string(cmdline), dir) {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -8,13 +8,17 @@ package realnode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +71,44 @@ type Node struct {
 	client     kubernetes.Interface
 	containerd *process
 	kubelet    *process
-	outside    []*outsidePath
+	state      state
+}
+
+// state is what a later Start needs to tear a node down whose test was
+// interrupted before Stop; it is kept as stateFile in the node's folder.
+type state struct {
+	// Owner is the PID of the process that started the node.
+	Owner int `json:"owner"`
+	// PIDs are the node's processes, kubelet last.
+	PIDs    []int          `json:"pids"`
+	Outside []*outsidePath `json:"outside"`
+}
+
+const (
+	stateFile = "state.json"
+	// dirPattern names the node folders in the temporary folder.
+	dirPattern = "ssnode-"
+)
+
+func (n *Node) saveState() error {
+	data, err := json.Marshal(n.state)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(n.dir, stateFile), data, 0o600); err != nil {
+		return fmt.Errorf("record the node's state: %w", err)
+	}
+	return nil
+}
+
+// start starts one of the node's processes and records its PID.
+func (n *Node) start(out io.Writer, name, bin string, args ...string) (*process, error) {
+	p, err := startProcess(out, name, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	n.state.PIDs = append(n.state.PIDs, p.cmd.Process.Pid)
+	return p, n.saveState()
 }
 
 // Start installs the packages when missing, builds and imports the images,
@@ -80,6 +121,9 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	kubelet := filepath.Join(opts.Assets, "kubelet")
 	if _, err := os.Stat(kubelet); err != nil {
 		return nil, fmt.Errorf("no kubelet in %s (run `hack/control-plane.sh kubelet`): %w", opts.Assets, err)
+	}
+	if err := RecoverLeftovers(); err != nil {
+		return nil, err
 	}
 	if err := checkNoKubepods(); err != nil {
 		return nil, err
@@ -96,17 +140,19 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, fmt.Errorf("client for the apiserver: %w", err)
 	}
 	// A short folder: containerd's socket path must stay within 108 bytes.
-	dir, err := os.MkdirTemp("", "ssnode-")
+	dir, err := os.MkdirTemp("", dirPattern)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{dir: dir, client: cs}
-	n.watchOutside()
+	n := &Node{dir: dir, client: cs, state: state{Owner: os.Getpid(), Outside: watchOutside()}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Stop())
 		}
 	}()
+	if err := n.saveState(); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet/pki", "pod-logs", "runc"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, err
@@ -132,7 +178,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if out == nil {
 		out = io.Discard
 	}
-	if n.containerd, err = startProcess(out, "containerd", "containerd", "--config", filepath.Join(dir, "containerd", "config.toml")); err != nil {
+	if n.containerd, err = n.start(out, "containerd", "containerd", "--config", filepath.Join(dir, "containerd", "config.toml")); err != nil {
 		return nil, err
 	}
 	if err := n.waitContainerd(ctx); err != nil {
@@ -154,7 +200,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := os.WriteFile(config, []byte(kubeletConfig(dir, port, healthz)), 0o600); err != nil {
 		return nil, err
 	}
-	n.kubelet, err = startProcess(out, "kubelet", kubelet,
+	n.kubelet, err = n.start(out, "kubelet", kubelet,
 		"--config="+config,
 		"--kubeconfig="+filepath.Join(dir, "kubelet", "kubeconfig"),
 		"--hostname-override="+NodeName,
@@ -264,24 +310,67 @@ func (n *Node) Stop() error {
 	n.kubelet.stop(10 * time.Second)
 	errs = append(errs, killKubepods())
 	n.containerd.stop(10 * time.Second)
-	errs = append(errs, killShims(containerdSocket(n.dir)))
-	errs = append(errs, n.unmount())
+	errs = append(errs, cleanUp(n.dir, n.state.Outside))
+	return errors.Join(errs...)
+}
+
+// cleanUp removes what a node left once its processes are gone: shims,
+// mounts, the bridge, the pods' cgroups, what it created in the fixed
+// folders outside its own, and its folder.
+func cleanUp(dir string, outside []*outsidePath) error {
+	errs := []error{killShims(containerdSocket(dir)), unmount(dir, outside)}
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
 		if out, err := exec.Command("ip", "link", "delete", bridgeName).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("delete bridge %s: %w: %s", bridgeName, err, out))
 		}
 	}
 	errs = append(errs, removeKubepods())
-	for _, o := range n.outside {
+	for _, o := range outside {
 		errs = append(errs, o.remove())
 	}
-	if mounts, err := mountsUnder(n.dir); err != nil || len(mounts) > 0 {
+	if mounts, err := mountsUnder(dir); err != nil || len(mounts) > 0 {
 		// Removing a folder with a mount inside would delete what is mounted.
-		errs = append(errs, fmt.Errorf("keep %s: still mounted: %v %v", n.dir, mounts, err))
+		errs = append(errs, fmt.Errorf("keep %s: still mounted: %v %v", dir, mounts, err))
 	} else {
-		errs = append(errs, os.RemoveAll(n.dir))
+		errs = append(errs, os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
+}
+
+// RecoverLeftovers tears down the nodes whose tests ended before Stop (a
+// timeout, an interrupt), and fails while another process runs a node.
+// Start calls it; a test that checks what a node leaves behind calls it
+// before it looks.
+func RecoverLeftovers() error {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), dirPattern+"*"))
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
+		// Without a state file the node started nothing: Start writes it
+		// right after making the folder.
+		var st state
+		data, err := os.ReadFile(filepath.Join(dir, stateFile))
+		if err == nil {
+			err = json.Unmarshal(data, &st)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("read what node %s left: %w", dir, err)
+		}
+		if st.Owner != 0 && st.Owner != os.Getpid() && syscall.Kill(st.Owner, 0) == nil {
+			return fmt.Errorf("process %d runs a real node (%s) on this machine: one at a time", st.Owner, dir)
+		}
+		// The kubelet first, so that it restarts no container.
+		slices.Reverse(st.PIDs)
+		for _, pid := range st.PIDs {
+			killIfRunsIn(pid, dir)
+		}
+		errs := []error{killKubepods(), cleanUp(dir, st.Outside)}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("tear down what node %s left: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // deletePods deletes the pods bound to the node and waits until the kubelet

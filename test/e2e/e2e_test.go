@@ -41,6 +41,16 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 		t.Fatal("the end-to-end tests run a real kubelet, containerd and runc and need root: run `make e2e` as root")
 	}
 	testenv.SetLogger()
+	if err := realnode.RecoverLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	// Registered first, so it runs last: once everything has stopped.
+	before := hostState()
+	t.Cleanup(func() {
+		if diff := cmp.Diff(before, hostState()); diff != "" {
+			t.Errorf("the node left this behind on the machine (-before +after):\n%s", diff)
+		}
+	})
 	logs := &syncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
