@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,8 +104,15 @@ func TestOnlyChangedSidecarRestarts(t *testing.T) {
 	c := sys.Env.Client
 
 	labels := map[string]string{"app": "seed"}
+	// Each sidecar logs the version its image holds, so that its logs,
+	// fetched from the kubelet through the apiserver, say what runs.
 	sidecar := func(name string) v1alpha1.SidecarContainer {
-		return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: imageV1, ImagePullPolicy: corev1.PullNever}}
+		return v1alpha1.SidecarContainer{Container: corev1.Container{
+			Name:            name,
+			Image:           imageV1,
+			ImagePullPolicy: corev1.PullNever,
+			Command:         []string{"/bin/sh", "-c", "cat /version; trap 'exit 0' TERM; sleep 2147483647 & wait"},
+		}}
 	}
 	set := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "seed"},
@@ -182,6 +190,18 @@ func TestOnlyChangedSidecarRestarts(t *testing.T) {
 		}
 		return m
 	}
+	cs, err := kubernetes.NewForConfig(sys.Env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "sidecar-a"}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("logs of sidecar-a: %v", err)
+	}
+	if string(logs) != "v2\n" {
+		t.Errorf("sidecar-a logged %q, want the new image's version %q", logs, "v2\n")
+	}
+
 	want, got := observe(before), observe(after)
 	if got["sidecar-a"].ContainerID == want["sidecar-a"].ContainerID {
 		t.Errorf("sidecar-a kept container %s: it was not restarted", want["sidecar-a"].ContainerID)
