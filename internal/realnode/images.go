@@ -43,12 +43,13 @@ var defaultCmd = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 2147483647
 // buildImages writes one OCI image-layout tarball holding every image, each
 // named by the annotation `ctr images import` reads, and returns the image
 // config digest of each (the imageID the kubelet reports for a local image).
-func buildImages(images []Image, tarPath string) (map[string]string, error) {
-	applets, err := busyboxApplets()
+// busyboxBin is the static busybox copied into each image.
+func buildImages(busyboxBin string, images []Image, tarPath string) (map[string]string, error) {
+	applets, err := busyboxApplets(busyboxBin)
 	if err != nil {
 		return nil, err
 	}
-	busybox, err := os.ReadFile(busyboxPath)
+	busybox, err := os.ReadFile(busyboxBin)
 	if err != nil {
 		return nil, fmt.Errorf("read static busybox: %w", err)
 	}
@@ -84,8 +85,8 @@ func buildImages(images []Image, tarPath string) (map[string]string, error) {
 }
 
 // busyboxApplets lists the applets the static busybox provides.
-func busyboxApplets() ([]string, error) {
-	out, err := exec.Command(busyboxPath, "--list").Output()
+func busyboxApplets(busyboxBin string) ([]string, error) {
+	out, err := exec.Command(busyboxBin, "--list").Output()
 	if err != nil {
 		return nil, fmt.Errorf("list busybox applets: %w", err)
 	}

@@ -170,7 +170,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	}
 	images := append([]Image{{Ref: pauseRef, Version: "pause"}}, opts.Images...)
 	tarPath := filepath.Join(dir, "images.tar")
-	if n.ImageIDs, err = buildImages(images, tarPath); err != nil {
+	if n.ImageIDs, err = buildImages(busyboxPath, images, tarPath); err != nil {
 		return nil, err
 	}
 
