@@ -9,7 +9,7 @@ CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/codegen/go.mod controller-gen
 ASSETS = $(shell hack/control-plane.sh)
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build test unit bench verify generate manifests fmt vet playground control-plane clean
+.PHONY: all build test e2e unit bench verify generate manifests fmt vet playground control-plane clean
 
 all: build
 
@@ -25,6 +25,13 @@ test: control-plane
 	@echo "integration suite again, with simulated image pulls and container starts that take time"
 	SIDECARSET_SIM_DELAY=400ms KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/...
 	cd test/chart && $(GO) test -count=1 ./...
+
+## e2e: the end-to-end tests on a real node (the kubelet built from source,
+## containerd and runc from Debian); needs root on Debian. The first run builds
+## the kubelet and installs the packages.
+e2e:
+	@hack/control-plane.sh kubelet >/dev/null
+	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -tags e2e $(TEST_FLAGS) ./test/e2e/...
 
 ## bench: the benchmarks; results go to bench/results/.
 bench: control-plane
@@ -53,6 +60,7 @@ vet:
 verify:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) mod tidy -diff
 	cd test/chart && $(GO) vet ./... && $(GO) mod tidy -diff
 	hack/verify-generated.sh

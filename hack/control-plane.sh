@@ -3,7 +3,21 @@
 # version, into a cache outside the work tree, and prints that folder. Tests and
 # the playground point KUBEBUILDER_ASSETS at it. A later run finds the binaries
 # and returns at once.
+#
+# `hack/control-plane.sh kubelet` builds the kubelet into the same folder too,
+# for the end-to-end tests on a real node (`make e2e`); `make test` does not
+# need it and does not wait for it.
 set -euo pipefail
+
+with_kubelet=false
+case "${1:-}" in
+'') ;;
+kubelet) with_kubelet=true ;;
+*)
+	echo "usage: $0 [kubelet]" >&2
+	exit 2
+	;;
+esac
 
 K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.0
@@ -22,7 +36,7 @@ build() {
 	if [ -x "$dir/$name" ]; then
 		return
 	fi
-	log "building $name from source (first run only; kube-apiserver takes about 5 minutes on 2 cores)"
+	log "building $name from source (first run only; kube-apiserver and the kubelet take about 5 minutes each on 2 cores)"
 	local start=$SECONDS
 	(while sleep 30; do log "  still building $name ($((SECONDS - start)) s so far)"; done) &
 	local ticker=$!
@@ -46,5 +60,8 @@ build etcd etcd . "-s -w"
 build kube-apiserver k8s ./kube-apiserver "$version_flags"
 build kube-controller-manager k8s ./kube-controller-manager "$version_flags"
 build kubectl k8s ./kubectl "$version_flags"
+if $with_kubelet; then
+	build kubelet k8s ./kubelet "$version_flags"
+fi
 
 echo "$dir"

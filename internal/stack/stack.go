@@ -30,6 +30,9 @@ type Options struct {
 	FailurePolicy admissionregistrationv1.FailurePolicyType
 	// Output receives the control plane's logs; nil discards them.
 	Output io.Writer
+	// APIServerFlags are extra kube-apiserver flags (a real node needs
+	// realnode.APIServerFlags).
+	APIServerFlags map[string]string
 }
 
 // Stack is a running local system.
@@ -52,7 +55,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := testenv.Start(testenv.Options{ControllerManager: opts.ControllerManager, Webhooks: hooks, Output: opts.Output})
+	env, err := testenv.Start(testenv.Options{
+		ControllerManager: opts.ControllerManager,
+		Webhooks:          hooks,
+		Output:            opts.Output,
+		APIServerFlags:    opts.APIServerFlags,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start the control plane: %w", err)
 	}

@@ -48,6 +48,9 @@ type Options struct {
 	Webhooks *envtest.WebhookInstallOptions
 	// Output receives the control-plane processes' logs; nil discards them.
 	Output io.Writer
+	// APIServerFlags are set on kube-apiserver besides envtest's own, by
+	// name without the leading dashes: a real node needs some.
+	APIServerFlags map[string]string
 }
 
 // Env is a running control plane.
@@ -108,6 +111,9 @@ func Start(opts Options) (_ *Env, err error) {
 	}
 	if opts.Webhooks != nil {
 		env.WebhookInstallOptions = *opts.Webhooks
+	}
+	for name, value := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	if opts.Output != nil {
 		env.AttachControlPlaneOutput = true

@@ -1,0 +1,204 @@
+package realnode
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Image is a test image the node builds and imports before the kubelet
+// starts: static busybox with its applets and a /version file. Pods must
+// use imagePullPolicy Never or IfNotPresent: nothing is pulled.
+type Image struct {
+	// Ref is the reference pods name it by, e.g. "sidecarset.test/busybox:v1".
+	Ref string
+	// Version is the content of /version.
+	Version string
+}
+
+// busyboxPath is where Debian's busybox-static puts the static binary.
+const busyboxPath = "/bin/busybox"
+
+// pauseRef is the sandbox image: busybox sleeping until it is stopped.
+const pauseRef = "sidecarset.test/pause:1"
+
+// defaultCmd sleeps until SIGTERM and then exits at once, so that a
+// container stops without waiting out its grace period.
+var defaultCmd = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 2147483647 & wait"}
+
+// buildImages writes one OCI image-layout tarball holding every image, each
+// named by the annotation `ctr images import` reads, and returns the image
+// config digest of each (the imageID the kubelet reports for a local image).
+// busyboxBin is the static busybox copied into each image.
+func buildImages(busyboxBin string, images []Image, tarPath string) (map[string]string, error) {
+	applets, err := busyboxApplets(busyboxBin)
+	if err != nil {
+		return nil, err
+	}
+	busybox, err := os.ReadFile(busyboxBin)
+	if err != nil {
+		return nil, fmt.Errorf("read static busybox: %w", err)
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(tarPath), "layout-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return nil, fmt.Errorf("start image layout: %w", err)
+	}
+	platform := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	ids := map[string]string{}
+	for _, im := range images {
+		img, err := busyboxImage(busybox, applets, im.Version)
+		if err != nil {
+			return nil, fmt.Errorf("build image %s: %w", im.Ref, err)
+		}
+		id, err := img.ConfigName()
+		if err != nil {
+			return nil, fmt.Errorf("digest of image %s: %w", im.Ref, err)
+		}
+		ids[im.Ref] = id.String()
+		err = p.AppendImage(img,
+			layout.WithAnnotations(map[string]string{"io.containerd.image.name": im.Ref}),
+			layout.WithPlatform(platform))
+		if err != nil {
+			return nil, fmt.Errorf("write image %s: %w", im.Ref, err)
+		}
+	}
+	return ids, tarDir(dir, tarPath)
+}
+
+// busyboxApplets lists the applets the static busybox provides.
+func busyboxApplets(busyboxBin string) ([]string, error) {
+	out, err := exec.Command(busyboxBin, "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("list busybox applets: %w", err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+func busyboxImage(busybox []byte, applets []string, version string) (v1.Image, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, d := range []string{"bin", "dev", "etc", "proc", "sys", "tmp"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755}); err != nil {
+			return nil, err
+		}
+	}
+	files := []struct {
+		name string
+		mode int64
+		data []byte
+	}{
+		{"bin/busybox", 0o755, busybox},
+		{"version", 0o644, []byte(version + "\n")},
+	}
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range applets {
+		if a == "busybox" {
+			continue
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox", Mode: 0o777}); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, fmt.Errorf("layer: %w", err)
+	}
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err = mutate.AppendLayers(img, layer)
+	if err != nil {
+		return nil, fmt.Errorf("append layer: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config.Env = []string{"PATH=/bin"}
+	cf.Config.Cmd = defaultCmd
+	return mutate.ConfigFile(img, cf)
+}
+
+// tarDir writes the files under dir into a tarball at path, relative to dir.
+func tarDir(dir, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if d.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write image tarball %s: %w", path, err)
+	}
+	return nil
+}
