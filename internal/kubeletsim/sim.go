@@ -96,6 +96,11 @@ type Options struct {
 	// instant. Readiness comes after that, once each container's
 	// readinessProbe.initialDelaySeconds has passed (at once without a probe).
 	StartDelay time.Duration
+	// SyncDelay is how long a node takes to act on a change of a pod it
+	// runs, as a kubelet's pod worker does before it syncs, and a container
+	// stopping within its grace period after that; zero: at once. Until
+	// then the pod's status shows what ran before the change.
+	SyncDelay time.Duration
 	// CompletesAfter is how long a container whose repository contains
 	// "completes" runs before it exits 0; default 1s.
 	CompletesAfter time.Duration
@@ -363,8 +368,16 @@ func (s *Sim) startInformers(ctx context.Context) ([]informers.SharedInformerFac
 		}
 	}
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueuePod,
-		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
+		AddFunc: enqueuePod,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*corev1.Pod)
+			n, ok2 := obj.(*corev1.Pod)
+			if ok1 && ok2 && s.opts.SyncDelay > 0 && o.Generation != n.Generation && s.byName[n.Spec.NodeName] != nil {
+				s.podQueue.AddAfter(cache.ObjectName{Namespace: n.Namespace, Name: n.Name}, s.opts.SyncDelay)
+				return
+			}
+			enqueuePod(obj)
+		},
 		DeleteFunc: enqueuePod,
 	}); err != nil {
 		return nil, fmt.Errorf("kubeletsim: watch pods: %w", err)

@@ -40,14 +40,14 @@ func run(m *testing.M) int {
 	opts := stack.TestOptions()
 	// Simulated nodes that act at once hide races; make test runs the
 	// suite a second time with image pulls and container starts that take
-	// this long.
+	// this long, and nodes that act on a pod's change half of it later.
 	if d := os.Getenv("SIDECARSET_SIM_DELAY"); d != "" {
 		delay, err := time.ParseDuration(d)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "SIDECARSET_SIM_DELAY: %v\n", err)
 			return 1
 		}
-		opts.Sim.PullDelay, opts.Sim.StartDelay = delay, delay/2
+		opts.Sim.PullDelay, opts.Sim.StartDelay, opts.Sim.SyncDelay = delay, delay/2, delay/2
 	}
 	var err error
 	sys, err = stack.Start(context.Background(), opts)
