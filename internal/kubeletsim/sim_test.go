@@ -67,7 +67,8 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	slow, err = New(env.Config, Options{Nodes: 1, NodePrefix: "slow-node-", SchedulerName: slowScheduler, StartDelay: 1100 * time.Millisecond})
+	slow, err = New(env.Config, Options{Nodes: 1, NodePrefix: "slow-node-", SchedulerName: slowScheduler,
+		StartDelay: 1100 * time.Millisecond, SyncDelay: 2 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -457,6 +458,34 @@ func TestPullFailureCrashLoopAndNeverReady(t *testing.T) {
 			t.Errorf("container %+v, pod Ready %v; want running, started, not ready", c, isReady(got))
 		}
 	})
+}
+
+// A node with SyncDelay acts on a changed image some time after the write,
+// as a real kubelet does: until then the status shows the container that
+// ran before, still ready, and the generation it last saw.
+func TestSyncDelayKeepsTheOldContainerAWhile(t *testing.T) {
+	ns := newNamespace(t)
+	p := pod(ns, "lagging", ctr("main", "main:v1"), ctr("sidecar", "sidecar:v1"))
+	p.Spec.SchedulerName = slowScheduler
+	create(t, p)
+	before := waitFor(t, ns, p.Name, "Ready", isReady)
+	patchImages(t, before, "containers", map[string]string{"sidecar": "sidecar:v2"})
+	time.Sleep(500 * time.Millisecond)
+	soon, err := cs.CoreV1().Pods(ns).Get(testContext(t), p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, was := statusOf(soon, "sidecar"), statusOf(before, "sidecar"); got.ContainerID != was.ContainerID || !isReady(soon) ||
+		soon.Status.ObservedGeneration >= soon.Generation {
+		t.Errorf("half a second after the write: sidecar %s (was %s), Ready %v, observedGeneration %d of %d; want the old container, ready, the write not seen",
+			got.ContainerID, was.ContainerID, isReady(soon), soon.Status.ObservedGeneration, soon.Generation)
+	}
+	after := waitFor(t, ns, p.Name, "the sidecar restarted and the pod Ready", func(p *corev1.Pod) bool {
+		return statusOf(p, "sidecar").RestartCount == 1 && isReady(p) && p.Status.ObservedGeneration == p.Generation
+	})
+	if got := statusOf(after, "main"); got.RestartCount != 0 {
+		t.Errorf("main restarted: %+v", got)
+	}
 }
 
 func TestNativeSidecarStartsBeforeAppAndRestartsAlone(t *testing.T) {
