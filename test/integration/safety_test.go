@@ -89,6 +89,15 @@ func (f *fixture) createBudget(name string, selector *metav1.LabelSelector, pods
 	f.waitBudget(pdb, pods, 1)
 }
 
+// startComplete creates set and pods matching it, and waits until the set
+// says Complete with every pod updated and ready.
+func (f *fixture) startComplete(set *v1alpha1.SidecarSet, pods int32) v1alpha1.SidecarSetStatus {
+	f.t.Helper()
+	f.createSet(set)
+	f.createPods(int(pods), nil, nil)
+	return f.waitStatus("all matched, ready and complete", complete(pods))
+}
+
 // complete reports whether the status says Complete with every matched pod
 // updated and ready.
 func complete(pods int32) func(v1alpha1.SidecarSetStatus) bool {
@@ -107,10 +116,8 @@ func TestOrdinaryInitContainer(t *testing.T) {
 	f := newFixture(t)
 	set := f.sidecarSet("exporter:v1", 1)
 	set.Spec.InitContainers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "schema", Image: "schema:v1"}}}
-	f.createSet(set)
-	f.createPods(pods, nil, nil)
+	f.startComplete(set, pods)
 	before := appIDs(f.pods())
-	f.waitStatus("all matched, ready and complete", complete(pods))
 
 	f.rollOut("exporter:v2", pods, 1, "maxUnavailable 1")
 
@@ -139,10 +146,8 @@ func TestOrdinaryInitContainer(t *testing.T) {
 func TestDigestPin(t *testing.T) {
 	const pods = 4
 	f := newFixture(t)
-	f.createSet(f.sidecarSet("exporter:v1", 1))
-	f.createPods(pods, nil, nil)
+	f.startComplete(f.sidecarSet("exporter:v1", 1), pods)
 	before := appIDs(f.pods())
-	f.waitStatus("all matched, ready and complete", complete(pods))
 
 	id := containerStatus(f.pod("p01"), "exporter").ImageID
 	pinned := "exporter@" + id[strings.LastIndex(id, "@")+1:]
@@ -188,9 +193,7 @@ func TestDigestPin(t *testing.T) {
 func TestUndoAfterFailedPull(t *testing.T) {
 	const pods = 4
 	f := newFixture(t)
-	f.createSet(f.sidecarSet("exporter:v1", 1))
-	f.createPods(pods, nil, nil)
-	f.waitStatus("all matched, ready and complete", complete(pods))
+	f.startComplete(f.sidecarSet("exporter:v1", 1), pods)
 
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
 	f.waitPods("the first pod fails to pull", func(ps []corev1.Pod) bool {
@@ -245,9 +248,7 @@ func TestNoStallOutsideRollout(t *testing.T) {
 	f := newFixture(t)
 	set := f.sidecarSet("exporter:v1", 1)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(3))
-	f.createSet(set)
-	f.createPods(pods, nil, nil)
-	f.waitStatus("all matched, ready and complete", complete(pods))
+	f.startComplete(set, pods)
 
 	crashing := f.newPod("p04")
 	crashing.Spec.Containers[0].Image = "mysql-crashes:8.4"
@@ -275,9 +276,7 @@ func TestBudgetSelectsWholeNamespace(t *testing.T) {
 	f := newFixture(t)
 	set := f.sidecarSet("exporter:v1", 1)
 	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromString("100%"))
-	f.createSet(set)
-	f.createPods(pods, nil, nil)
-	f.waitStatus("all matched, ready and complete", complete(pods))
+	f.startComplete(set, pods)
 	f.createBudget("everything", &metav1.LabelSelector{}, pods)
 
 	f.rollOut("exporter:v2", pods, 1, "the budget's 1")
@@ -297,9 +296,7 @@ func TestBudgetSharedBySets(t *testing.T) {
 	second.Spec.Containers[0].Name = "shipper"
 	second.Spec.Containers[0].ReadinessProbe.TCPSocket.Port = intstr.FromInt32(2020)
 	second.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromString("100%"))
-	f.createSet(second)
-	f.createPods(pods, nil, nil)
-	f.waitStatus("all matched, ready and complete", complete(pods))
+	f.startComplete(second, pods)
 	f.createBudget("db", &metav1.LabelSelector{MatchLabels: f.labels}, pods)
 
 	w := f.watchNotReady()
@@ -334,9 +331,7 @@ func TestStalledRolloutInjectsCompletedRevision(t *testing.T) {
 	f := newFixture(t)
 	set := f.sidecarSet("exporter:v1", 0)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(2))
-	f.createSet(set)
-	f.createPods(pods, nil, nil)
-	f.waitStatus("all matched, ready and complete", complete(pods))
+	f.startComplete(set, pods)
 
 	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
 	f.waitSet("the rollout paused itself", func(s *v1alpha1.SidecarSet) bool {
@@ -373,9 +368,7 @@ func TestProgressTimeInStatus(t *testing.T) {
 	f := newFixture(t)
 	set := f.sidecarSet("exporter:v1", 0)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(4))
-	f.createSet(set)
-	f.createPods(pods, nil, nil)
-	st := f.waitStatus("all matched, ready and complete", complete(pods))
+	st := f.startComplete(set, pods)
 	if st.LastProgressTime != nil {
 		t.Errorf("lastProgressTime %v with no rollout under way, want none", st.LastProgressTime)
 	}
