@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -26,8 +27,11 @@ import (
 type Image struct {
 	// Ref is the reference pods name it by, e.g. "sidecarset.test/busybox:v1".
 	Ref string
-	// Version is the content of /version.
+	// Version is the content of /version; empty leaves the file out, so
+	// that an exec readiness probe reading it never passes.
 	Version string
+	// Cmd replaces the default command, which sleeps until SIGTERM.
+	Cmd []string
 }
 
 // busyboxPath is where Debian's busybox-static puts the static binary.
@@ -65,7 +69,7 @@ func buildImages(busyboxBin string, images []Image, tarPath string) (map[string]
 	platform := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 	ids := map[string]string{}
 	for _, im := range images {
-		img, err := busyboxImage(busybox, applets, im.Version)
+		img, err := busyboxImage(busybox, applets, im)
 		if err != nil {
 			return nil, fmt.Errorf("build image %s: %w", im.Ref, err)
 		}
@@ -74,14 +78,37 @@ func buildImages(busyboxBin string, images []Image, tarPath string) (map[string]
 			return nil, fmt.Errorf("digest of image %s: %w", im.Ref, err)
 		}
 		ids[im.Ref] = id.String()
+		named, err := normalized(im.Ref)
+		if err != nil {
+			return nil, err
+		}
 		err = p.AppendImage(img,
-			layout.WithAnnotations(map[string]string{"io.containerd.image.name": im.Ref}),
+			layout.WithAnnotations(map[string]string{"io.containerd.image.name": named}),
 			layout.WithPlatform(platform))
 		if err != nil {
 			return nil, fmt.Errorf("write image %s: %w", im.Ref, err)
 		}
 	}
 	return ids, tarDir(dir, tarPath)
+}
+
+// normalized is the name containerd keeps an image by, which the kubelet
+// looks a pod's image up with: "exporter:v1" is
+// "docker.io/library/exporter:v1".
+func normalized(ref string) (string, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	registry := r.Context().RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	sep := ":"
+	if _, digest := r.(name.Digest); digest {
+		sep = "@"
+	}
+	return registry + "/" + r.Context().RepositoryStr() + sep + r.Identifier(), nil
 }
 
 // busyboxApplets lists the applets the static busybox provides.
@@ -93,7 +120,7 @@ func busyboxApplets(busyboxBin string) ([]string, error) {
 	return strings.Fields(string(out)), nil
 }
 
-func busyboxImage(busybox []byte, applets []string, version string) (v1.Image, error) {
+func busyboxImage(busybox []byte, applets []string, im Image) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, d := range []string{"bin", "dev", "etc", "proc", "sys", "tmp"} {
@@ -101,13 +128,14 @@ func busyboxImage(busybox []byte, applets []string, version string) (v1.Image, e
 			return nil, err
 		}
 	}
-	files := []struct {
+	type file struct {
 		name string
 		mode int64
 		data []byte
-	}{
-		{"bin/busybox", 0o755, busybox},
-		{"version", 0o644, []byte(version + "\n")},
+	}
+	files := []file{{"bin/busybox", 0o755, busybox}}
+	if im.Version != "" {
+		files = append(files, file{"version", 0o644, []byte(im.Version + "\n")})
 	}
 	for _, f := range files {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
@@ -148,6 +176,9 @@ func busyboxImage(busybox []byte, applets []string, version string) (v1.Image, e
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Config.Env = []string{"PATH=/bin"}
 	cf.Config.Cmd = defaultCmd
+	if im.Cmd != nil {
+		cf.Config.Cmd = im.Cmd
+	}
 	return mutate.ConfigFile(img, cf)
 }
 

@@ -166,3 +166,19 @@ func TestPrefixWriter(t *testing.T) {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
 }
+
+func TestNormalized(t *testing.T) {
+	for _, tc := range []struct{ ref, want string }{
+		{"exporter:v1", "docker.io/library/exporter:v1"},
+		{"exporter", "docker.io/library/exporter:latest"},
+		{"example.com/team/exporter:v2", "example.com/team/exporter:v2"},
+		{"sidecarset.test/busybox:v1", "sidecarset.test/busybox:v1"},
+		{"localhost:5000/exporter:v1", "localhost:5000/exporter:v1"},
+		{"team/exporter:v1", "docker.io/team/exporter:v1"},
+	} {
+		got, err := normalized(tc.ref)
+		if err != nil || got != tc.want {
+			t.Errorf("normalized(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
+		}
+	}
+}

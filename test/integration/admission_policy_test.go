@@ -17,6 +17,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -44,40 +45,40 @@ func TestImageRewrittenByPolicy(t *testing.T) {
 			const pods = 3
 			f := newFixture(t)
 			f.imagePolicy(tt.rewrite, tt.want)
-			set := f.sidecarSet("exporter:v1", 0)
+			set := f.SidecarSet("exporter:v1", 0)
 			set.Spec.DriftPolicy = v1alpha1.DriftRevert
-			f.createSet(set)
+			f.CreateSet(set)
 			f.waitInjecting("exporter")
-			f.createPods(pods, nil, nil)
-			f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+			f.CreatePods(pods, nil, nil)
+			f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 				return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 			})
 
 			if n := f.countPodWrites(quiet); n != 0 {
 				t.Errorf("%d pod writes in %v once all were ready, want none", n, quiet)
 			}
-			if st := f.getSet().Status; st.DriftedPods != 0 {
+			if st := f.GetSet().Status; st.DriftedPods != 0 {
 				t.Errorf("driftedPods %d, want 0", st.DriftedPods)
 			}
-			for _, p := range f.pods() {
-				if got := image(&p, "exporter"); got != tt.want {
+			for _, p := range f.Pods() {
+				if got := fixture.Image(&p, "exporter"); got != tt.want {
 					t.Errorf("pod %s exporter image %s, want %s as the policy rewrote it", p.Name, got, tt.want)
 				}
 				state, err := revision.Decode(p.Annotations)
 				if err != nil {
 					t.Fatalf("pod %s: %v", p.Name, err)
 				}
-				if rc, _ := state[f.set].Container("exporter"); rc.Image != tt.want {
+				if rc, _ := state[f.Set].Container("exporter"); rc.Image != tt.want {
 					t.Errorf("pod %s records exporter image %s, want %s as stored", p.Name, rc.Image, tt.want)
 				}
-				if c := podCondition(&p, controller.PodConditionDrifted); c != nil && c.Status == corev1.ConditionTrue {
+				if c := fixture.PodCondition(&p, controller.PodConditionDrifted); c != nil && c.Status == corev1.ConditionTrue {
 					t.Errorf("pod %s: %s=True: %s", p.Name, controller.PodConditionDrifted, c.Message)
 				}
 			}
-			if got := f.podEvents(controller.ReasonDriftReverted); len(got) != 0 {
+			if got := f.PodEvents(controller.ReasonDriftReverted); len(got) != 0 {
 				t.Errorf("%s events %v, want none", controller.ReasonDriftReverted, got)
 			}
-			f.assertNothingRestarted()
+			f.AssertNothingRestarted()
 		})
 	}
 }
@@ -86,9 +87,9 @@ func TestImageRewrittenByPolicy(t *testing.T) {
 // that sets every container whose image is exporter:v1 to the CEL
 // expression rewrite (of c), on create and update, and waits until the
 // apiserver applies it (to want).
-func (f *fixture) imagePolicy(rewrite, want string) {
-	f.t.Helper()
-	name := f.ns + "-images"
+func (f *testFixture) imagePolicy(rewrite, want string) {
+	f.T.Helper()
+	name := f.NS + "-images"
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
@@ -119,21 +120,21 @@ func (f *fixture) imagePolicy(rewrite, want string) {
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
 			PolicyName: name,
 			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: f.ns}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: f.NS}},
 			},
 		},
 	}
 	for _, obj := range []client.Object{policy, binding} {
-		if err := env.Client.Create(f.t.Context(), obj); err != nil {
-			f.t.Fatalf("create %T: %v", obj, err)
+		if err := env.Client.Create(f.T.Context(), obj); err != nil {
+			f.T.Fatalf("create %T: %v", obj, err)
 		}
-		f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+		f.T.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	}
 	// The apiserver learns of policies through its informers: probe with
 	// a pod that no SidecarSet selects, created in dry-run.
-	err := wait.PollUntilContextTimeout(f.t.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(f.T.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		probe := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "policy-probe"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "policy-probe"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "exporter", Image: "exporter:v1"}}},
 		}
 		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
@@ -142,28 +143,28 @@ func (f *fixture) imagePolicy(rewrite, want string) {
 		return probe.Spec.Containers[0].Image == want, nil
 	})
 	if err != nil {
-		f.t.Fatalf("wait for the MutatingAdmissionPolicy to apply: %v", err)
+		f.T.Fatalf("wait for the MutatingAdmissionPolicy to apply: %v", err)
 	}
 }
 
 // waitInjecting waits until the webhook injects containers into the
 // fixture's pods (its cache has seen the SidecarSets that declare them),
 // probing with a pod created in dry-run.
-func (f *fixture) waitInjecting(containers ...string) {
-	f.t.Helper()
-	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		probe := f.newPod("injection-probe")
+func (f *testFixture) waitInjecting(containers ...string) {
+	f.T.Helper()
+	err := wait.PollUntilContextTimeout(f.T.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		probe := f.NewPod("injection-probe")
 		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
 			return false, err
 		}
 		for _, c := range containers {
-			if image(probe, c) == "" {
+			if fixture.Image(probe, c) == "" {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
 	if err != nil {
-		f.t.Fatalf("wait for the webhook to inject %v: %v", containers, err)
+		f.T.Fatalf("wait for the webhook to inject %v: %v", containers, err)
 	}
 }

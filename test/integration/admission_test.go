@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 // TestImageFromLatestUpdatedInPlace: a sidecar declared as :latest gets the
@@ -17,30 +18,30 @@ import (
 func TestImageFromLatestUpdatedInPlace(t *testing.T) {
 	const pods = 2
 	f := newFixture(t)
-	f.createSet(f.sidecarSet("exporter:latest", 0))
-	f.createPods(pods, nil, nil)
-	before := appIDs(f.pods())
-	f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.CreateSet(f.SidecarSet("exporter:latest", 0))
+	f.CreatePods(pods, nil, nil)
+	before := fixture.AppIDs(f.Pods())
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 	})
-	if p := f.getSet().Spec.Containers[0].ImagePullPolicy; p != corev1.PullAlways {
+	if p := f.GetSet().Spec.Containers[0].ImagePullPolicy; p != corev1.PullAlways {
 		t.Fatalf("defaulted pull policy %s, want Always", p)
 	}
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) {
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Image = "exporter:v2"
 		s.Spec.Containers[0].ImagePullPolicy = ""
 	})
-	st := f.waitStatus("every pod updated in place", func(s v1alpha1.SidecarSetStatus) bool {
+	st := f.WaitStatus("every pod updated in place", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.UpdatedReadyPods == pods || s.NotUpgradablePods > 0
 	})
 	if st.NotUpgradablePods != 0 || st.UpdatedReadyPods != pods {
 		t.Fatalf("status %+v: want %d updated in place, none not upgradable", st, pods)
 	}
-	for _, p := range f.pods() {
-		if image(&p, "exporter") != "exporter:v2" {
-			t.Errorf("pod %s exporter = %s, want exporter:v2", p.Name, image(&p, "exporter"))
+	for _, p := range f.Pods() {
+		if fixture.Image(&p, "exporter") != "exporter:v2" {
+			t.Errorf("pod %s exporter = %s, want exporter:v2", p.Name, fixture.Image(&p, "exporter"))
 		}
 	}
-	f.assertAppsUntouched(before)
+	f.AssertAppsUntouched(before)
 }

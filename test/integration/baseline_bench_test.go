@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 // BenchmarkRawPatches1000 is BenchmarkRollout1000's baseline: the same 1,000
@@ -30,16 +31,16 @@ func BenchmarkRawPatches1000(b *testing.B) {
 	f := newFixture(b)
 	// Pods that carry an exporter of their own: no SidecarSet selects them.
 	for i := 1; i <= pods; i++ {
-		p := f.newPod(fmt.Sprintf("p%04d", i))
+		p := f.NewPod(fmt.Sprintf("p%04d", i))
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "exporter", Image: "exporter:v1"})
-		f.createPod(p)
+		f.CreatePod(p)
 	}
-	f.waitReady(pods)
+	f.WaitReady(pods)
 	// A stand-in whose status the baseline rewrites, as the controller
 	// rewrites its SidecarSet's.
-	stand := f.sidecarSet("exporter:v1", 0)
-	stand.Spec.Selector.MatchLabels = map[string]string{"example.com/none": f.ns}
-	f.createSet(stand)
+	stand := f.SidecarSet("exporter:v1", 0)
+	stand.Spec.Selector.MatchLabels = map[string]string{"example.com/none": f.NS}
+	f.CreateSet(stand)
 
 	fast := rest.CopyConfig(env.Config)
 	fast.QPS = -1
@@ -59,7 +60,7 @@ func BenchmarkRawPatches1000(b *testing.B) {
 		for range writers {
 			wg.Go(func() {
 				for n := range names {
-					if err := rawUpdate(b.Context(), c, f.ns, n, img, stand.Name); err != nil {
+					if err := rawUpdate(b.Context(), c, f.NS, n, img, stand.Name); err != nil {
 						mu.Lock()
 						if firstErr == nil {
 							firstErr = err
@@ -79,12 +80,12 @@ func BenchmarkRawPatches1000(b *testing.B) {
 		}
 		err := wait.PollUntilContextTimeout(b.Context(), 100*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 			var list corev1.PodList
-			if err := c.List(ctx, &list, client.InNamespace(f.ns)); err != nil {
+			if err := c.List(ctx, &list, client.InNamespace(f.NS)); err != nil {
 				return false, err
 			}
 			done := 0
 			for _, p := range list.Items {
-				if podReady(&p) && containerStatus(&p, "exporter").Image == "docker.io/library/"+img {
+				if fixture.PodReady(&p) && fixture.ContainerStatus(&p, "exporter").Image == "docker.io/library/"+img {
 					done++
 				}
 			}

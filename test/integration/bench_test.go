@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 // BenchmarkRollout1000 measures a whole in-place rollout over 1,000 pods on
@@ -24,11 +25,11 @@ import (
 func BenchmarkRollout1000(b *testing.B) {
 	const pods = 1000
 	f := newFixture(b)
-	set := f.sidecarSet("exporter:v1", 0)
+	set := f.SidecarSet("exporter:v1", 0)
 	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromString("100%"))
-	f.createSet(set)
+	f.CreateSet(set)
 	f.createPodsConcurrently(pods, 8)
-	f.waitStatusFor(10*time.Minute, "1000 matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.WaitStatusFor(10*time.Minute, "1000 matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 	})
 
@@ -38,8 +39,8 @@ func BenchmarkRollout1000(b *testing.B) {
 	for i := range b.N {
 		img := fmt.Sprintf("exporter:v%d", i+2)
 		start := time.Now()
-		f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = img })
-		f.waitStatusFor(10*time.Minute, "all updated and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = img })
+		f.WaitStatusFor(10*time.Minute, "all updated and ready", func(s v1alpha1.SidecarSetStatus) bool {
 			return s.UpdatedPods == pods && s.UpdatedReadyPods == pods
 		})
 		elapsed += time.Since(start)
@@ -51,8 +52,8 @@ func BenchmarkRollout1000(b *testing.B) {
 
 // createPodsConcurrently creates n pods p0001..pNNNN with a few writers and
 // waits, for as long as a loaded machine needs, until all are Ready.
-func (f *fixture) createPodsConcurrently(n, writers int) {
-	f.t.Helper()
+func (f *testFixture) createPodsConcurrently(n, writers int) {
+	f.T.Helper()
 	names := make(chan string)
 	var (
 		wg       sync.WaitGroup
@@ -63,7 +64,7 @@ func (f *fixture) createPodsConcurrently(n, writers int) {
 		wg.Go(func() {
 			// Keep draining after an error, so the sender never blocks.
 			for name := range names {
-				if err := env.Client.Create(f.t.Context(), f.newPod(name)); err != nil {
+				if err := env.Client.Create(f.T.Context(), f.NewPod(name)); err != nil {
 					mu.Lock()
 					firstErr = cmp.Or(firstErr, fmt.Errorf("create pod %s: %w", name, err))
 					mu.Unlock()
@@ -77,19 +78,19 @@ func (f *fixture) createPodsConcurrently(n, writers int) {
 	close(names)
 	wg.Wait()
 	if firstErr != nil {
-		f.t.Fatal(firstErr)
+		f.T.Fatal(firstErr)
 	}
-	err := wait.PollUntilContextTimeout(f.t.Context(), time.Second, 10*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(f.T.Context(), time.Second, 10*time.Minute, true, func(context.Context) (bool, error) {
 		ready := 0
-		for _, p := range f.pods() {
-			if podReady(&p) {
+		for _, p := range f.Pods() {
+			if fixture.PodReady(&p) {
 				ready++
 			}
 		}
 		return ready == n, nil
 	})
 	if err != nil {
-		f.t.Fatalf("wait for %d pods Ready: %v", n, err)
+		f.T.Fatalf("wait for %d pods Ready: %v", n, err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 // TestDrift: a sidecar image changed by hand on one pod (kubectl patch) is
@@ -19,22 +20,22 @@ import (
 func TestDrift(t *testing.T) {
 	const pods = 3
 	f := newFixture(t)
-	f.createSet(f.sidecarSet("exporter:v1", 0))
-	f.createPods(pods, nil, nil)
-	before := appIDs(f.pods())
-	f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.CreatePods(pods, nil, nil)
+	before := fixture.AppIDs(f.Pods())
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 	})
 
-	p02 := f.pod("p02")
+	p02 := f.Pod("p02")
 	patch := []byte(`{"spec":{"containers":[{"name":"exporter","image":"exporter:by-hand"}]}}`)
-	if err := env.Client.Patch(t.Context(), p02, rawStrategic(patch)); err != nil {
+	if err := env.Client.Patch(t.Context(), p02, fixture.RawStrategic(patch)); err != nil {
 		t.Fatal(err)
 	}
-	f.waitStatus("one drifted pod", func(s v1alpha1.SidecarSetStatus) bool { return s.DriftedPods == 1 })
-	f.waitPods("condition SidecarSetDrifted=True on p02 only", func(ps []corev1.Pod) bool {
+	f.WaitStatus("one drifted pod", func(s v1alpha1.SidecarSetStatus) bool { return s.DriftedPods == 1 })
+	f.WaitPods("condition SidecarSetDrifted=True on p02 only", func(ps []corev1.Pod) bool {
 		for _, p := range ps {
-			c := podCondition(&p, controller.PodConditionDrifted)
+			c := fixture.PodCondition(&p, controller.PodConditionDrifted)
 			drifted := c != nil && c.Status == corev1.ConditionTrue
 			if drifted != (p.Name == "p02") {
 				return false
@@ -42,39 +43,39 @@ func TestDrift(t *testing.T) {
 		}
 		return true
 	})
-	f.waitPodEvent("p02", controller.ReasonDrifted)
-	f.waitSetEvent(controller.ReasonDrifted)
+	f.WaitPodEvent("p02", controller.ReasonDrifted)
+	f.WaitSetEvent(controller.ReasonDrifted)
 
 	// Report leaves the pod as it is, and tells it once.
 	time.Sleep(2 * time.Second)
-	if img := image(f.pod("p02"), "exporter"); img != "exporter:by-hand" {
+	if img := fixture.Image(f.Pod("p02"), "exporter"); img != "exporter:by-hand" {
 		t.Errorf("driftPolicy Report changed p02's exporter to %s", img)
 	}
-	if got := f.podEvents(controller.ReasonDrifted); len(got) != 1 || got["p02"] != 1 {
+	if got := f.PodEvents(controller.ReasonDrifted); len(got) != 1 || got["p02"] != 1 {
 		t.Errorf("%s events per pod: %v, want p02 once", controller.ReasonDrifted, got)
 	}
-	evs := f.setEvents(controller.ReasonDrifted)
-	if len(evs) != 1 || occurrences(evs[0]) != 1 || evs[0].Type != corev1.EventTypeWarning ||
-		!strings.Contains(evs[0].Message, f.ns+"/p02") {
+	evs := f.SetEvents(controller.ReasonDrifted)
+	if len(evs) != 1 || fixture.Occurrences(evs[0]) != 1 || evs[0].Type != corev1.EventTypeWarning ||
+		!strings.Contains(evs[0].Message, f.NS+"/p02") {
 		t.Errorf("want one Warning %s event on the set naming p02, got %+v", controller.ReasonDrifted, evs)
 	}
-	if st := f.getSet().Status; st.DriftedPods != 1 {
+	if st := f.GetSet().Status; st.DriftedPods != 1 {
 		t.Errorf("driftedPods %d under Report, want 1", st.DriftedPods)
 	}
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.DriftPolicy = v1alpha1.DriftRevert })
-	f.waitStatus("drift reverted, all ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.DriftPolicy = v1alpha1.DriftRevert })
+	f.WaitStatus("drift reverted, all ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.DriftedPods == 0 && s.UpdatedReadyPods == pods
 	})
-	f.waitPods("p02 back on exporter:v1, condition False", func(ps []corev1.Pod) bool {
-		c := podCondition(&ps[1], controller.PodConditionDrifted)
-		return image(&ps[1], "exporter") == "exporter:v1" && c != nil && c.Status == corev1.ConditionFalse
+	f.WaitPods("p02 back on exporter:v1, condition False", func(ps []corev1.Pod) bool {
+		c := fixture.PodCondition(&ps[1], controller.PodConditionDrifted)
+		return fixture.Image(&ps[1], "exporter") == "exporter:v1" && c != nil && c.Status == corev1.ConditionFalse
 	})
-	f.waitPodEvent("p02", controller.ReasonDriftReverted)
+	f.WaitPodEvent("p02", controller.ReasonDriftReverted)
 	// p02's exporter restarted for the hand edit and for the revert; the
 	// others never.
-	if got, want := restarts(f.pods(), "exporter"), map[string]int32{"p01": 0, "p02": 2, "p03": 0}; !maps.Equal(got, want) {
+	if got, want := fixture.Restarts(f.Pods(), "exporter"), map[string]int32{"p01": 0, "p02": 2, "p03": 0}; !maps.Equal(got, want) {
 		t.Errorf("exporter restarts %v, want %v", got, want)
 	}
-	f.assertAppsUntouched(before)
+	f.AssertAppsUntouched(before)
 }

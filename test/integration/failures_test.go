@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 // TestFailingImage: a new sidecar image that never gets healthy holds the
@@ -26,23 +27,23 @@ func TestFailingImage(t *testing.T) {
 			// A readiness delay longer than the simulated crash (200ms):
 			// without a probe a crash-looping container is Ready for as long
 			// as it runs, as on a real node.
-			set := f.sidecarSet("exporter:v1", 1)
+			set := f.SidecarSet("exporter:v1", 1)
 			set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromInt32(maxUnavailable))
 			set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(5))
-			f.createSet(set)
-			f.createPods(pods, nil, nil)
-			before := appIDs(f.pods())
-			f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+			f.CreateSet(set)
+			f.CreatePods(pods, nil, nil)
+			before := fixture.AppIDs(f.Pods())
+			f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 				return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 			})
 
-			w := f.watchMax(func(pods []corev1.Pod) int { return countImage(pods, bad) })
+			w := f.WatchMax(func(pods []corev1.Pod) int { return fixture.CountImage(pods, bad) })
 			changed := time.Now()
-			f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = bad })
-			st := f.waitStatus("Stalled", func(s v1alpha1.SidecarSetStatus) bool {
-				return condition(s, v1alpha1.ConditionStalled) == metav1.ConditionTrue
+			f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = bad })
+			st := f.WaitStatus("Stalled", func(s v1alpha1.SidecarSetStatus) bool {
+				return fixture.Condition(s, v1alpha1.ConditionStalled) == metav1.ConditionTrue
 			})
-			stalled := setCondition(st, v1alpha1.ConditionStalled)
+			stalled := fixture.SetCondition(st, v1alpha1.ConditionStalled)
 			// Condition times are whole seconds; the deadline runs from the
 			// first reconcile after the change at the earliest.
 			if earliest := changed.Truncate(time.Second).Add(5 * time.Second); stalled.LastTransitionTime.Time.Before(earliest) {
@@ -52,42 +53,42 @@ func TestFailingImage(t *testing.T) {
 			if stalled.Reason != "ProgressDeadlineExceeded" {
 				t.Errorf("Stalled reason %q, want ProgressDeadlineExceeded", stalled.Reason)
 			}
-			f.waitSet("the rollout paused itself", func(s *v1alpha1.SidecarSet) bool { return s.Spec.UpdateStrategy.Paused })
-			evs := f.waitSetEvent(controller.ReasonRolloutStalled)
-			if len(evs) != 1 || occurrences(evs[0]) != 1 || evs[0].Type != corev1.EventTypeWarning {
+			f.WaitSet("the rollout paused itself", func(s *v1alpha1.SidecarSet) bool { return s.Spec.UpdateStrategy.Paused })
+			evs := f.WaitSetEvent(controller.ReasonRolloutStalled)
+			if len(evs) != 1 || fixture.Occurrences(evs[0]) != 1 || evs[0].Type != corev1.EventTypeWarning {
 				t.Errorf("want one Warning event %s on the set, got %+v", controller.ReasonRolloutStalled, evs)
 			}
 
 			// Paused, nothing more moves.
 			time.Sleep(time.Second)
-			if n := countImage(f.pods(), bad); n != maxUnavailable {
-				t.Errorf("%d pods on %s while stalled, want maxUnavailable = %d\n%s", n, bad, maxUnavailable, f.describe())
+			if n := fixture.CountImage(f.Pods(), bad); n != maxUnavailable {
+				t.Errorf("%d pods on %s while stalled, want maxUnavailable = %d\n%s", n, bad, maxUnavailable, f.Describe())
 			}
 			if got := w.Max(); got > maxUnavailable {
 				t.Errorf("%d pods got %s at once, more than maxUnavailable %d", got, bad, maxUnavailable)
 			}
 
-			f.updateSet(func(s *v1alpha1.SidecarSet) {
+			f.UpdateSet(func(s *v1alpha1.SidecarSet) {
 				s.Spec.Containers[0].Image = "exporter:v3"
 				s.Spec.UpdateStrategy.Paused = false
 			})
-			st = f.waitStatus("complete on the fixed image", func(s v1alpha1.SidecarSetStatus) bool {
-				return condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue &&
+			st = f.WaitStatus("complete on the fixed image", func(s v1alpha1.SidecarSetStatus) bool {
+				return fixture.Condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue &&
 					s.UpdatedReadyPods == s.MatchedPods && s.MatchedPods == pods
 			})
-			if c := condition(st, v1alpha1.ConditionStalled); c != metav1.ConditionFalse {
+			if c := fixture.Condition(st, v1alpha1.ConditionStalled); c != metav1.ConditionFalse {
 				t.Errorf("Stalled %s after the rollout completed, want False", c)
 			}
-			for _, p := range f.pods() {
-				if image(&p, "exporter") != "exporter:v3" {
-					t.Errorf("pod %s exporter = %s, want exporter:v3", p.Name, image(&p, "exporter"))
+			for _, p := range f.Pods() {
+				if fixture.Image(&p, "exporter") != "exporter:v3" {
+					t.Errorf("pod %s exporter = %s, want exporter:v3", p.Name, fixture.Image(&p, "exporter"))
 				}
 			}
 			// Told once per new revision, however many reconciles saw it.
-			if n := f.setEventCount(controller.ReasonRolloutStarted); n != 2 {
+			if n := f.SetEventCount(controller.ReasonRolloutStarted); n != 2 {
 				t.Errorf("%d %s events for two image changes, want 2", n, controller.ReasonRolloutStarted)
 			}
-			f.assertAppsUntouched(before)
+			f.AssertAppsUntouched(before)
 		})
 	}
 }

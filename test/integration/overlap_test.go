@@ -10,13 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 // quiet is how long the overlap tests watch pods that should see no more
@@ -31,19 +31,19 @@ func TestOverlapNotUpgradable(t *testing.T) {
 	const pods = 3
 	f := newFixture(t)
 	a, b := f.overlappingSets()
-	f.createPods(pods, nil, nil)
-	f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.CreatePods(pods, nil, nil)
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 	})
 
 	for _, name := range []string{a, b} {
-		f.updateNamedSet(name, func(s *v1alpha1.SidecarSet) {
+		f.UpdateNamedSet(name, func(s *v1alpha1.SidecarSet) {
 			s.Spec.Containers[0].Env = append(s.Spec.Containers[0].Env, corev1.EnvVar{Name: "DEBUG", Value: "1"})
 		})
 	}
-	f.waitPods("SidecarSetUpgradable=False on every pod", func(ps []corev1.Pod) bool {
+	f.WaitPods("SidecarSetUpgradable=False on every pod", func(ps []corev1.Pod) bool {
 		for _, p := range ps {
-			c := podCondition(&p, v1alpha1.PodConditionUpgradable)
+			c := fixture.PodCondition(&p, v1alpha1.PodConditionUpgradable)
 			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonUpdateImmutableField {
 				return false
 			}
@@ -51,14 +51,14 @@ func TestOverlapNotUpgradable(t *testing.T) {
 		return true
 	})
 	for _, name := range []string{a, b} {
-		f.waitNamedSetEvent(name, controller.ReasonNotUpgradable)
+		f.WaitNamedSetEvent(name, controller.ReasonNotUpgradable)
 	}
 
 	if n := f.countPodWrites(quiet); n != 0 {
 		t.Errorf("%d pod writes in %v after both sets judged the pods, want none", n, quiet)
 	}
-	for _, p := range f.pods() {
-		if got := listedSets(podCondition(&p, v1alpha1.PodConditionUpgradable)); !slices.Equal(got, []string{a, b}) {
+	for _, p := range f.Pods() {
+		if got := listedSets(fixture.PodCondition(&p, v1alpha1.PodConditionUpgradable)); !slices.Equal(got, []string{a, b}) {
 			t.Errorf("pod %s: SidecarSetUpgradable names %v, want [%s %s]", p.Name, got, a, b)
 		}
 	}
@@ -67,10 +67,10 @@ func TestOverlapNotUpgradable(t *testing.T) {
 	}
 
 	// One set taking its change back removes only its own verdict.
-	f.updateNamedSet(a, func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Env = nil })
-	f.waitPods("SidecarSetUpgradable=False naming only "+b, func(ps []corev1.Pod) bool {
+	f.UpdateNamedSet(a, func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Env = nil })
+	f.WaitPods("SidecarSetUpgradable=False naming only "+b, func(ps []corev1.Pod) bool {
 		for _, p := range ps {
-			c := podCondition(&p, v1alpha1.PodConditionUpgradable)
+			c := fixture.PodCondition(&p, v1alpha1.PodConditionUpgradable)
 			if c == nil || c.Status != corev1.ConditionFalse || !slices.Equal(listedSets(c), []string{b}) {
 				return false
 			}
@@ -89,24 +89,24 @@ func TestOverlapDrifted(t *testing.T) {
 	const pods = 3
 	f := newFixture(t)
 	a, b := f.overlappingSets()
-	f.createPods(pods, nil, nil)
-	f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.CreatePods(pods, nil, nil)
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 	})
 
 	patch := []byte(`{"spec":{"containers":[{"name":"exporter","image":"exporter:by-hand"},{"name":"proxy","image":"proxy:by-hand"}]}}`)
-	if err := env.Client.Patch(t.Context(), f.pod("p02"), rawStrategic(patch)); err != nil {
+	if err := env.Client.Patch(t.Context(), f.Pod("p02"), fixture.RawStrategic(patch)); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{a, b} {
-		f.waitNamedSetEvent(name, controller.ReasonDrifted)
+		f.WaitNamedSetEvent(name, controller.ReasonDrifted)
 	}
 
 	if n := f.countPodWrites(quiet); n != 0 {
 		t.Errorf("%d pod writes in %v after both sets judged the pods, want none", n, quiet)
 	}
-	for _, p := range f.pods() {
-		c := podCondition(&p, controller.PodConditionDrifted)
+	for _, p := range f.Pods() {
+		c := fixture.PodCondition(&p, controller.PodConditionDrifted)
 		var got []string
 		if c != nil && c.Status == corev1.ConditionTrue {
 			got = listedSets(c)
@@ -115,7 +115,7 @@ func TestOverlapDrifted(t *testing.T) {
 			t.Errorf("pod %s: SidecarSetDrifted=True names %v, want %v on p02 only", p.Name, got, want)
 		}
 	}
-	if got := f.podEvents(controller.ReasonDrifted); len(got) != 1 || got["p02"] != 2 {
+	if got := f.PodEvents(controller.ReasonDrifted); len(got) != 1 || got["p02"] != 2 {
 		t.Errorf("%s events per pod: %v, want p02 twice (once per set)", controller.ReasonDrifted, got)
 	}
 	for _, name := range []string{a, b} {
@@ -145,67 +145,35 @@ func listedSets(c *corev1.PodCondition) []string {
 // overlappingSets creates the fixture's SidecarSet (container exporter) and
 // a second one (container proxy) selecting the same pods, and returns their
 // names.
-func (f *fixture) overlappingSets() (string, string) {
-	f.t.Helper()
-	f.createSet(f.sidecarSet("exporter:v1", 0))
-	second := f.sidecarSet("proxy:v1", 0)
-	second.Name = f.set + "-b"
+func (f *testFixture) overlappingSets() (string, string) {
+	f.T.Helper()
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	second := f.SidecarSet("proxy:v1", 0)
+	second.Name = f.Set + "-b"
 	second.Spec.Containers[0].Name = "proxy"
-	if err := env.Client.Create(f.t.Context(), second); err != nil {
-		f.t.Fatalf("create SidecarSet %s: %v", second.Name, err)
+	if err := env.Client.Create(f.T.Context(), second); err != nil {
+		f.T.Fatalf("create SidecarSet %s: %v", second.Name, err)
 	}
-	f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), second) })
+	f.T.Cleanup(func() { _ = env.Client.Delete(context.Background(), second) })
 	f.waitInjecting("exporter", "proxy")
-	return f.set, second.Name
-}
-
-// updateNamedSet changes the named SidecarSet, retrying on conflicts.
-func (f *fixture) updateNamedSet(name string, change func(*v1alpha1.SidecarSet)) {
-	f.t.Helper()
-	own := f.set
-	f.set = name
-	defer func() { f.set = own }()
-	f.updateSet(change)
-}
-
-// waitNamedSetEvent waits for an event with reason on the named SidecarSet.
-func (f *fixture) waitNamedSetEvent(name, reason string) {
-	f.t.Helper()
-	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
-		return len(f.namedSetEvents(name, reason)) > 0, nil
-	})
-	if err != nil {
-		f.t.Fatalf("wait for event %s on SidecarSet %s: %v", reason, name, err)
-	}
-}
-
-// namedSetEvents returns the events with reason on the named SidecarSet.
-func (f *fixture) namedSetEvents(name, reason string) []corev1.Event {
-	f.t.Helper()
-	var out []corev1.Event
-	for _, e := range events(f.t, metav1.NamespaceDefault, reason) {
-		if e.InvolvedObject.Kind == "SidecarSet" && e.InvolvedObject.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
+	return f.Set, second.Name
 }
 
 // assertToldOnce fails when the named SidecarSet's events with reason tell
 // a pod more than once, or tell more often than there are pods. A pod whose
 // condition write lost a race is told in a later event of its own, but
 // never twice.
-func (f *fixture) assertToldOnce(set, reason string, pods ...string) {
-	f.t.Helper()
-	evs := f.namedSetEvents(set, reason)
+func (f *testFixture) assertToldOnce(set, reason string, pods ...string) {
+	f.T.Helper()
+	evs := f.NamedSetEvents(set, reason)
 	told := map[string]int{}
 	occurred := 0
 	var summary strings.Builder
 	for _, e := range evs {
-		fmt.Fprintf(&summary, "\n  %d× %q", occurrences(e), e.Message)
-		occurred += occurrences(e)
+		fmt.Fprintf(&summary, "\n  %d× %q", fixture.Occurrences(e), e.Message)
+		occurred += fixture.Occurrences(e)
 		for _, p := range pods {
-			if strings.Contains(e.Message, f.ns+"/"+p) {
+			if strings.Contains(e.Message, f.NS+"/"+p) {
 				told[p]++
 			}
 		}
@@ -217,11 +185,11 @@ func (f *fixture) assertToldOnce(set, reason string, pods ...string) {
 	// and no more tellings than pods.
 	for _, p := range pods {
 		if told[p] > 1 {
-			f.t.Errorf("SidecarSet %s: %s events name pod %s %d times, want once:%s", set, reason, p, told[p], summary.String())
+			f.T.Errorf("SidecarSet %s: %s events name pod %s %d times, want once:%s", set, reason, p, told[p], summary.String())
 		}
 	}
 	if occurred > len(pods) || occurred == 0 {
-		f.t.Errorf("SidecarSet %s: %d %s events for %d pods, want between 1 and %d:%s", set, occurred, reason, len(pods), len(pods), summary.String())
+		f.T.Errorf("SidecarSet %s: %d %s events for %d pods, want between 1 and %d:%s", set, occurred, reason, len(pods), len(pods), summary.String())
 	}
 }
 
@@ -230,25 +198,25 @@ func (f *fixture) assertToldOnce(set, reason string, pods ...string) {
 // owns: the state annotation and the SidecarSet pod conditions. The
 // kubelet's own status updates (a container the hand edit restarted, still
 // starting on a slow node) are not the controller's.
-func (f *fixture) countPodWrites(d time.Duration) int {
-	f.t.Helper()
+func (f *testFixture) countPodWrites(d time.Duration) int {
+	f.T.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
-		f.t.Fatalf("clientset: %v", err)
+		f.T.Fatalf("clientset: %v", err)
 	}
 	var list corev1.PodList
-	if err := env.Client.List(f.t.Context(), &list, client.InNamespace(f.ns)); err != nil {
-		f.t.Fatalf("list pods: %v", err)
+	if err := env.Client.List(f.T.Context(), &list, client.InNamespace(f.NS)); err != nil {
+		f.T.Fatalf("list pods: %v", err)
 	}
 	last := map[string]string{}
 	for i := range list.Items {
 		last[list.Items[i].Name] = controllerOwned(&list.Items[i])
 	}
-	ctx, cancel := context.WithTimeout(f.t.Context(), d)
+	ctx, cancel := context.WithTimeout(f.T.Context(), d)
 	defer cancel()
-	w, err := cs.CoreV1().Pods(f.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	w, err := cs.CoreV1().Pods(f.NS).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
-		f.t.Fatalf("watch pods: %v", err)
+		f.T.Fatalf("watch pods: %v", err)
 	}
 	defer w.Stop()
 	n := 0
@@ -267,7 +235,7 @@ func (f *fixture) countPodWrites(d time.Duration) int {
 		}
 	}
 	if n > 0 {
-		f.t.Logf("pods written: %v", seen)
+		f.T.Logf("pods written: %v", seen)
 	}
 	return n
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 // TestManagerRestart: the manager stops right after the first pod of a
@@ -18,36 +19,36 @@ import (
 func TestManagerRestart(t *testing.T) {
 	const pods, target = 8, 4
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1", 2)
+	set := f.SidecarSet("exporter:v1", 2)
 	set.Spec.UpdateStrategy.Partition = new(intstr.FromString("50%"))
 	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromInt32(1))
-	f.createSet(set)
-	f.createPods(pods, nil, nil)
-	before := appIDs(f.pods())
-	f.waitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.CreateSet(set)
+	f.CreatePods(pods, nil, nil)
+	before := fixture.AppIDs(f.Pods())
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
 	})
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
-	f.waitPods("the first pod written", func(ps []corev1.Pod) bool { return countImage(ps, "exporter:v2") > 0 })
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+	f.WaitPods("the first pod written", func(ps []corev1.Pod) bool { return fixture.CountImage(ps, "exporter:v2") > 0 })
 	sys.StopManager()
 	if err := sys.StartManager(); err != nil {
 		t.Fatalf("start the manager again: %v", err)
 	}
 
-	f.waitStatus("the partition's share updated and ready", func(s v1alpha1.SidecarSetStatus) bool {
-		return s.UpdatedReadyPods == target && condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue
+	f.WaitStatus("the partition's share updated and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.UpdatedReadyPods == target && fixture.Condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue
 	})
-	ps := f.pods()
-	updated := restarts(ps, "exporter")
-	events := f.podEvents(controller.ReasonSidecarUpdated)
+	ps := f.Pods()
+	updated := fixture.Restarts(ps, "exporter")
+	events := f.PodEvents(controller.ReasonSidecarUpdated)
 	for i, p := range ps {
 		want, wantRestarts := "exporter:v1", int32(0)
 		// The partition keeps the last pods by name.
 		if i < target {
 			want, wantRestarts = "exporter:v2", 1
 		}
-		if got := image(&p, "exporter"); got != want {
+		if got := fixture.Image(&p, "exporter"); got != want {
 			t.Errorf("pod %s exporter = %s, want %s", p.Name, got, want)
 		}
 		if updated[p.Name] != wantRestarts {
@@ -58,11 +59,11 @@ func TestManagerRestart(t *testing.T) {
 			t.Errorf("pod %s has %d %s event(s), want at most %d", p.Name, n, controller.ReasonSidecarUpdated, wantRestarts)
 		}
 	}
-	if n := countImage(ps, "exporter:v2"); n != target {
-		t.Errorf("%d pods updated, want %d (partition 50%% of %d)\n%s", n, target, pods, f.describe())
+	if n := fixture.CountImage(ps, "exporter:v2"); n != target {
+		t.Errorf("%d pods updated, want %d (partition 50%% of %d)\n%s", n, target, pods, f.Describe())
 	}
 	if t.Failed() {
 		t.Logf("%s events per pod: %v", controller.ReasonSidecarUpdated, events)
 	}
-	f.assertAppsUntouched(before)
+	f.AssertAppsUntouched(before)
 }

@@ -13,40 +13,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
-
-// watchNotReady keeps the largest number of the fixture's pods seen at once
-// that are not Ready. The tests using it start from all pods Ready, so it
-// counts the pods a rollout disrupted.
-func (f *fixture) watchNotReady() *watcher {
-	return f.watchMax(func(pods []corev1.Pod) int {
-		n := 0
-		for _, p := range pods {
-			if !podReady(&p) {
-				n++
-			}
-		}
-		return n
-	})
-}
 
 // watchStatusAgainstPods keeps the largest value of count seen over the
 // set's status and the pods, the pods read after the status: what the
 // status says, the pods had done by then.
-func (f *fixture) watchStatusAgainstPods(count func(v1alpha1.SidecarSetStatus, []corev1.Pod) int) *watcher {
-	ctx, cancel := context.WithCancel(f.t.Context())
-	w := &watcher{stop: cancel, stopped: make(chan struct{})}
+func (f *testFixture) watchStatusAgainstPods(count func(v1alpha1.SidecarSetStatus, []corev1.Pod) int) *fixture.Watcher {
+	ctx, cancel := context.WithCancel(f.T.Context())
+	w := fixture.NewWatcher(cancel)
 	go func() {
-		defer close(w.stopped)
+		defer w.Done()
 		for ctx.Err() == nil {
 			set := &v1alpha1.SidecarSet{}
 			var list corev1.PodList
-			if env.Client.Get(ctx, client.ObjectKey{Name: f.set}, set) == nil &&
-				env.Client.List(ctx, &list, client.InNamespace(f.ns)) == nil {
-				n := count(set.Status, list.Items)
-				w.mu.Lock()
-				w.max = max(w.max, n)
-				w.mu.Unlock()
+			if env.Client.Get(ctx, client.ObjectKey{Name: f.Set}, set) == nil &&
+				env.Client.List(ctx, &list, client.InNamespace(f.NS)) == nil {
+				w.Observe(count(set.Status, list.Items))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -57,25 +40,25 @@ func (f *fixture) watchStatusAgainstPods(count func(v1alpha1.SidecarSetStatus, [
 // rollOut declares image for the exporter, waits until every one of pods
 // runs it and the set is complete, and checks that no more than
 // maxNotReady pods were not ready at once (limit names what allows them).
-func (f *fixture) rollOut(image string, pods int32, maxNotReady int, limit string) {
-	f.t.Helper()
-	w := f.watchNotReady()
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = image })
-	f.waitStatus("complete on "+image, func(s v1alpha1.SidecarSetStatus) bool {
-		return complete(pods)(s) && countImage(f.pods(), image) == int(pods)
+func (f *testFixture) rollOut(image string, pods int32, maxNotReady int, limit string) {
+	f.T.Helper()
+	w := f.WatchNotReady()
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = image })
+	f.WaitStatus("complete on "+image, func(s v1alpha1.SidecarSetStatus) bool {
+		return fixture.Complete(pods)(s) && fixture.CountImage(f.Pods(), image) == int(pods)
 	})
 	if got := w.Max(); got > maxNotReady {
-		f.t.Errorf("%d pods not ready at once, more than %s\n%s", got, limit, f.describe())
+		f.T.Errorf("%d pods not ready at once, more than %s\n%s", got, limit, f.Describe())
 	}
 }
 
 // createBudget creates a PodDisruptionBudget over selector that allows one
 // disruption of its pods, and waits until the disruption controller says
 // so.
-func (f *fixture) createBudget(name string, selector *metav1.LabelSelector, pods int32) {
-	f.t.Helper()
+func (f *testFixture) createBudget(name string, selector *metav1.LabelSelector, pods int32) {
+	f.T.Helper()
 	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: name},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			// An integer minAvailable: maxUnavailable and percentages need
 			// the pods' controllers to know the expected count.
@@ -83,28 +66,19 @@ func (f *fixture) createBudget(name string, selector *metav1.LabelSelector, pods
 			Selector:     selector,
 		},
 	}
-	if err := env.Client.Create(f.t.Context(), pdb); err != nil {
-		f.t.Fatal(err)
+	if err := env.Client.Create(f.T.Context(), pdb); err != nil {
+		f.T.Fatal(err)
 	}
 	f.waitBudget(pdb, pods, 1)
 }
 
 // startComplete creates set and pods matching it, and waits until the set
 // says Complete with every pod updated and ready.
-func (f *fixture) startComplete(set *v1alpha1.SidecarSet, pods int32) v1alpha1.SidecarSetStatus {
-	f.t.Helper()
-	f.createSet(set)
-	f.createPods(int(pods), nil, nil)
-	return f.waitStatus("all matched, ready and complete", complete(pods))
-}
-
-// complete reports whether the status says Complete with every matched pod
-// updated and ready.
-func complete(pods int32) func(v1alpha1.SidecarSetStatus) bool {
-	return func(s v1alpha1.SidecarSetStatus) bool {
-		return condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue &&
-			s.MatchedPods == pods && s.UpdatedReadyPods == pods
-	}
+func (f *testFixture) startComplete(set *v1alpha1.SidecarSet, pods int32) v1alpha1.SidecarSetStatus {
+	f.T.Helper()
+	f.CreateSet(set)
+	f.CreatePods(int(pods), nil, nil)
+	return f.WaitStatus("all matched, ready and complete", fixture.Complete(pods))
 }
 
 // TestOrdinaryInitContainer: an ordinary init container exits 0 once the pod
@@ -114,29 +88,29 @@ func complete(pods int32) func(v1alpha1.SidecarSetStatus) bool {
 func TestOrdinaryInitContainer(t *testing.T) {
 	const pods = 4
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1", 1)
+	set := f.SidecarSet("exporter:v1", 1)
 	set.Spec.InitContainers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "schema", Image: "schema:v1"}}}
 	f.startComplete(set, pods)
-	before := appIDs(f.pods())
+	before := fixture.AppIDs(f.Pods())
 
 	f.rollOut("exporter:v2", pods, 1, "maxUnavailable 1")
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = "schema:v2" })
-	st := f.waitStatus("complete on the new init image", complete(pods))
-	if c := setCondition(st, v1alpha1.ConditionComplete); !strings.Contains(c.Message, "reaches new pods only") {
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = "schema:v2" })
+	st := f.WaitStatus("complete on the new init image", fixture.Complete(pods))
+	if c := fixture.SetCondition(st, v1alpha1.ConditionComplete); !strings.Contains(c.Message, "reaches new pods only") {
 		t.Errorf("Complete message %q does not say the init image reaches new pods only", c.Message)
 	}
-	for _, p := range f.pods() {
+	for _, p := range f.Pods() {
 		if got := p.Spec.InitContainers[0].Image; got != "schema:v1" {
 			t.Errorf("pod %s: init container image %s written in place, want schema:v1 as it ran", p.Name, got)
 		}
 	}
-	f.createPod(f.newPod("p99"))
-	f.waitReady(pods + 1)
-	if got := f.pod("p99").Spec.InitContainers[0].Image; got != "schema:v2" {
+	f.CreatePod(f.NewPod("p99"))
+	f.WaitReady(pods + 1)
+	if got := f.Pod("p99").Spec.InitContainers[0].Image; got != "schema:v2" {
 		t.Errorf("new pod p99: init container image %s, want schema:v2", got)
 	}
-	f.assertAppsUntouched(before)
+	f.AssertAppsUntouched(before)
 }
 
 // TestDigestPin: pinning the running tag to its own digest is an image
@@ -146,15 +120,15 @@ func TestOrdinaryInitContainer(t *testing.T) {
 func TestDigestPin(t *testing.T) {
 	const pods = 4
 	f := newFixture(t)
-	f.startComplete(f.sidecarSet("exporter:v1", 1), pods)
-	before := appIDs(f.pods())
+	f.startComplete(f.SidecarSet("exporter:v1", 1), pods)
+	before := fixture.AppIDs(f.Pods())
 
-	id := containerStatus(f.pod("p01"), "exporter").ImageID
+	id := fixture.ContainerStatus(f.Pod("p01"), "exporter").ImageID
 	pinned := "exporter@" + id[strings.LastIndex(id, "@")+1:]
-	w := f.watchNotReady()
+	w := f.WatchNotReady()
 	// The status never counts more pods updated and ready than have
 	// really restarted their exporter and are ready again.
-	old := f.getSet().Status.LatestRevision
+	old := f.GetSet().Status.LatestRevision
 	overcount := f.watchStatusAgainstPods(func(st v1alpha1.SidecarSetStatus, ps []corev1.Pod) int {
 		if st.LatestRevision == old {
 			// Not judged against the pinned revision yet.
@@ -162,28 +136,28 @@ func TestDigestPin(t *testing.T) {
 		}
 		done := 0
 		for _, p := range ps {
-			if containerStatus(&p, "exporter").RestartCount > 0 && podReady(&p) {
+			if fixture.ContainerStatus(&p, "exporter").RestartCount > 0 && fixture.PodReady(&p) {
 				done++
 			}
 		}
 		return int(st.UpdatedReadyPods) - done
 	})
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = pinned })
-	f.waitStatus("complete on the pinned image", func(s v1alpha1.SidecarSetStatus) bool {
-		return complete(pods)(s) && countImage(f.pods(), pinned) == pods
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = pinned })
+	f.WaitStatus("complete on the pinned image", func(s v1alpha1.SidecarSetStatus) bool {
+		return fixture.Complete(pods)(s) && fixture.CountImage(f.Pods(), pinned) == pods
 	})
 	if got := w.Max(); got > 1 {
-		t.Errorf("%d pods not ready at once, more than maxUnavailable 1\n%s", got, f.describe())
+		t.Errorf("%d pods not ready at once, more than maxUnavailable 1\n%s", got, f.Describe())
 	}
 	if got := overcount.Max(); got > 0 {
 		t.Errorf("status counted %d pod(s) updated and ready before their exporter restarted", got)
 	}
-	for name, n := range restarts(f.pods(), "exporter") {
+	for name, n := range fixture.Restarts(f.Pods(), "exporter") {
 		if n != 1 {
 			t.Errorf("pod %s: exporter restarted %d times, want 1", name, n)
 		}
 	}
-	f.assertAppsUntouched(before)
+	f.AssertAppsUntouched(before)
 }
 
 // TestUndoAfterFailedPull: an image that never pulls stalls at one pod;
@@ -193,15 +167,15 @@ func TestDigestPin(t *testing.T) {
 func TestUndoAfterFailedPull(t *testing.T) {
 	const pods = 4
 	f := newFixture(t)
-	f.startComplete(f.sidecarSet("exporter:v1", 1), pods)
+	f.startComplete(f.SidecarSet("exporter:v1", 1), pods)
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
-	f.waitPods("the first pod fails to pull", func(ps []corev1.Pod) bool {
-		st := containerStatus(&ps[0], "exporter")
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
+	f.WaitPods("the first pod fails to pull", func(ps []corev1.Pod) bool {
+		st := fixture.ContainerStatus(&ps[0], "exporter")
 		return st.State.Waiting != nil && strings.Contains(st.State.Waiting.Reason, "Image")
 	})
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v1" })
-	f.waitStatus("complete after the undo", complete(pods))
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v1" })
+	f.WaitStatus("complete after the undo", fixture.Complete(pods))
 
 	f.rollOut("exporter:v3", pods, 1, "maxUnavailable 1")
 }
@@ -213,28 +187,28 @@ func TestUndoAfterFailedPull(t *testing.T) {
 func TestNeverReadyPods(t *testing.T) {
 	const pods = 12
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1", 1)
+	set := f.SidecarSet("exporter:v1", 1)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(5))
-	f.createSet(set)
+	f.CreateSet(set)
 	for i, name := range []string{"p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08", "p09", "p10", "p11", "p12"} {
-		pod := f.newPod(name)
+		pod := f.NewPod(name)
 		if i == 4 || i == 9 {
 			pod.Spec.Containers[0].Image = "mysql-never-ready:8.4"
 		}
-		f.createPod(pod)
+		f.CreatePod(pod)
 	}
-	f.waitStatus("all matched, ten ready", func(s v1alpha1.SidecarSetStatus) bool {
+	f.WaitStatus("all matched, ten ready", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.MatchedPods == pods && s.ReadyPods == pods-2
 	})
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
-	st := f.waitStatus("complete with the two never-ready pods reported", func(s v1alpha1.SidecarSetStatus) bool {
-		return condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue && s.UpdatedPods == pods && s.UpdatedReadyPods == pods-2
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+	st := f.WaitStatus("complete with the two never-ready pods reported", func(s v1alpha1.SidecarSetStatus) bool {
+		return fixture.Condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue && s.UpdatedPods == pods && s.UpdatedReadyPods == pods-2
 	})
-	if c := condition(st, v1alpha1.ConditionStalled); c != metav1.ConditionFalse {
+	if c := fixture.Condition(st, v1alpha1.ConditionStalled); c != metav1.ConditionFalse {
 		t.Errorf("Stalled %s, want False", c)
 	}
-	if f.getSet().Spec.UpdateStrategy.Paused {
+	if f.GetSet().Spec.UpdateStrategy.Paused {
 		t.Errorf("the rollout paused itself though it completed")
 	}
 }
@@ -246,27 +220,27 @@ func TestNeverReadyPods(t *testing.T) {
 func TestNoStallOutsideRollout(t *testing.T) {
 	const pods = 3
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1", 1)
+	set := f.SidecarSet("exporter:v1", 1)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(3))
 	f.startComplete(set, pods)
 
-	crashing := f.newPod("p04")
+	crashing := f.NewPod("p04")
 	crashing.Spec.Containers[0].Image = "mysql-crashes:8.4"
-	f.createPod(crashing)
+	f.CreatePod(crashing)
 	// Bound to a node no kubelet serves: it stays Pending.
-	pending := f.newPod("p05")
+	pending := f.NewPod("p05")
 	pending.Spec.NodeName = "no-such-node"
-	f.createPod(pending)
-	f.waitStatus("both new pods matched", func(s v1alpha1.SidecarSetStatus) bool { return s.MatchedPods == pods+2 })
+	f.CreatePod(pending)
+	f.WaitStatus("both new pods matched", func(s v1alpha1.SidecarSetStatus) bool { return s.MatchedPods == pods+2 })
 	// Three times the deadline: a clock that ran would have stalled by now.
 	for end := time.Now().Add(9 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		set := f.getSet()
-		if c := condition(set.Status, v1alpha1.ConditionStalled); c != metav1.ConditionFalse || set.Spec.UpdateStrategy.Paused {
+		set := f.GetSet()
+		if c := fixture.Condition(set.Status, v1alpha1.ConditionStalled); c != metav1.ConditionFalse || set.Spec.UpdateStrategy.Paused {
 			t.Fatalf("Stalled %s, paused %v with no rollout under way: %+v", c, set.Spec.UpdateStrategy.Paused, set.Status.Conditions)
 		}
 	}
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
-	f.waitPods("the ready pods updated", func(ps []corev1.Pod) bool { return countImage(ps[:pods], "exporter:v2") == pods })
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+	f.WaitPods("the ready pods updated", func(ps []corev1.Pod) bool { return fixture.CountImage(ps[:pods], "exporter:v2") == pods })
 }
 
 // TestBudgetSelectsWholeNamespace: a policy/v1 budget with selector {}
@@ -274,7 +248,7 @@ func TestNoStallOutsideRollout(t *testing.T) {
 func TestBudgetSelectsWholeNamespace(t *testing.T) {
 	const pods = 4
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1", 1)
+	set := f.SidecarSet("exporter:v1", 1)
 	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromString("100%"))
 	f.startComplete(set, pods)
 	f.createBudget("everything", &metav1.LabelSelector{}, pods)
@@ -288,18 +262,17 @@ func TestBudgetSelectsWholeNamespace(t *testing.T) {
 func TestBudgetSharedBySets(t *testing.T) {
 	const pods = 4
 	f := newFixture(t)
-	first := f.sidecarSet("exporter:v1", 1)
+	first := f.SidecarSet("exporter:v1", 1)
 	first.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromString("100%"))
-	f.createSet(first)
-	second := f.sidecarSet("shipper:v1", 1)
-	second.Name = f.set + "-logs"
+	f.CreateSet(first)
+	second := f.SidecarSet("shipper:v1", 1)
+	second.Name = f.Set + "-logs"
 	second.Spec.Containers[0].Name = "shipper"
-	second.Spec.Containers[0].ReadinessProbe.TCPSocket.Port = intstr.FromInt32(2020)
 	second.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromString("100%"))
 	f.startComplete(second, pods)
-	f.createBudget("db", &metav1.LabelSelector{MatchLabels: f.labels}, pods)
+	f.createBudget("db", &metav1.LabelSelector{MatchLabels: f.Labels}, pods)
 
-	w := f.watchNotReady()
+	w := f.WatchNotReady()
 	for _, name := range []string{first.Name, second.Name} {
 		set := &v1alpha1.SidecarSet{}
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, set); err != nil {
@@ -310,16 +283,16 @@ func TestBudgetSharedBySets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.waitPods("both sidecars updated and every pod ready", func(ps []corev1.Pod) bool {
+	f.WaitPods("both sidecars updated and every pod ready", func(ps []corev1.Pod) bool {
 		for _, p := range ps {
-			if image(&p, "exporter") != "exporter:v2" || image(&p, "shipper") != "shipper:v2" || !podReady(&p) {
+			if fixture.Image(&p, "exporter") != "exporter:v2" || fixture.Image(&p, "shipper") != "shipper:v2" || !fixture.PodReady(&p) {
 				return false
 			}
 		}
 		return len(ps) == pods
 	})
 	if got := w.Max(); got > 1 {
-		t.Errorf("%d pods not ready at once, more than the budget's 1\n%s", got, f.describe())
+		t.Errorf("%d pods not ready at once, more than the budget's 1\n%s", got, f.Describe())
 	}
 }
 
@@ -329,34 +302,34 @@ func TestBudgetSharedBySets(t *testing.T) {
 func TestStalledRolloutInjectsCompletedRevision(t *testing.T) {
 	const pods = 2
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1", 0)
+	set := f.SidecarSet("exporter:v1", 0)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(2))
 	f.startComplete(set, pods)
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
-	f.waitSet("the rollout paused itself", func(s *v1alpha1.SidecarSet) bool {
-		return s.Spec.UpdateStrategy.Paused && condition(s.Status, v1alpha1.ConditionStalled) == metav1.ConditionTrue
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
+	f.WaitSet("the rollout paused itself", func(s *v1alpha1.SidecarSet) bool {
+		return s.Spec.UpdateStrategy.Paused && fixture.Condition(s.Status, v1alpha1.ConditionStalled) == metav1.ConditionTrue
 	})
 	// The webhook reads the set from its cache, a moment behind.
 	time.Sleep(500 * time.Millisecond)
-	f.createPod(f.newPod("p10"))
-	if got := image(f.pod("p10"), "exporter"); got != "exporter:v1" {
+	f.CreatePod(f.NewPod("p10"))
+	if got := fixture.Image(f.Pod("p10"), "exporter"); got != "exporter:v1" {
 		t.Errorf("new pod while stalled got exporter %s, want exporter:v1 of the completed revision", got)
 	}
-	f.waitPods("p10 ready", func(ps []corev1.Pod) bool {
+	f.WaitPods("p10 ready", func(ps []corev1.Pod) bool {
 		for _, p := range ps {
 			if p.Name == "p10" {
-				return podReady(&p)
+				return fixture.PodReady(&p)
 			}
 		}
 		return false
 	})
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
 	// The status of the resumed spec: the manager's cache holds it.
-	f.waitStatus("the resumed spec observed", func(v1alpha1.SidecarSetStatus) bool { return true })
-	f.createPod(f.newPod("p11"))
-	if got := image(f.pod("p11"), "exporter"); got != "exporter-pull-fails:v2" {
+	f.WaitStatus("the resumed spec observed", func(v1alpha1.SidecarSetStatus) bool { return true })
+	f.CreatePod(f.NewPod("p11"))
+	if got := fixture.Image(f.Pod("p11"), "exporter"); got != "exporter-pull-fails:v2" {
 		t.Errorf("new pod after resume got exporter %s, want the latest exporter-pull-fails:v2", got)
 	}
 }
@@ -366,15 +339,15 @@ func TestStalledRolloutInjectsCompletedRevision(t *testing.T) {
 func TestProgressTimeInStatus(t *testing.T) {
 	const pods = 2
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1", 0)
+	set := f.SidecarSet("exporter:v1", 0)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(4))
 	st := f.startComplete(set, pods)
 	if st.LastProgressTime != nil {
 		t.Errorf("lastProgressTime %v with no rollout under way, want none", st.LastProgressTime)
 	}
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
-	st = f.waitStatus("lastProgressTime set", func(s v1alpha1.SidecarSetStatus) bool { return s.LastProgressTime != nil })
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
+	st = f.WaitStatus("lastProgressTime set", func(s v1alpha1.SidecarSetStatus) bool { return s.LastProgressTime != nil })
 	started := st.LastProgressTime.Time
 	// Restarts more often than the deadline, for longer than it: a clock
 	// kept in memory would start again with each.
@@ -387,10 +360,10 @@ func TestProgressTimeInStatus(t *testing.T) {
 		}
 		lastRestart = time.Now()
 	}
-	st = f.waitStatusFor(30*time.Second, "Stalled", func(s v1alpha1.SidecarSetStatus) bool {
-		return condition(s, v1alpha1.ConditionStalled) == metav1.ConditionTrue
+	st = f.WaitStatusFor(30*time.Second, "Stalled", func(s v1alpha1.SidecarSetStatus) bool {
+		return fixture.Condition(s, v1alpha1.ConditionStalled) == metav1.ConditionTrue
 	})
-	stalled := setCondition(st, v1alpha1.ConditionStalled).LastTransitionTime.Time
+	stalled := fixture.SetCondition(st, v1alpha1.ConditionStalled).LastTransitionTime.Time
 	if stalled.Before(started.Add(4 * time.Second)) {
 		t.Errorf("Stalled at %s, before the deadline from %s", stalled, started)
 	}
