@@ -199,6 +199,16 @@ func parseRegistryLine(line string) (ref, digest string, err error) {
 	return r.tagged(), f[1], nil
 }
 
+// Digest is the digest a simulated pull of ref gets while the registry
+// ConfigMap does not re-point its tag.
+func Digest(ref string) (string, error) {
+	r, err := parseImage(ref)
+	if err != nil {
+		return "", err
+	}
+	return (&registry{}).resolve(r), nil
+}
+
 // RegistryConfigMap returns the ConfigMap that re-points each tag in pushed
 // (a reference such as "app:v2" or "ghcr.io/x/app:v2") to its digest
 // ("sha256:<hex>"). Create or update it to simulate a re-push.

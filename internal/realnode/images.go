@@ -46,50 +46,64 @@ var defaultCmd = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 2147483647
 
 // buildImages writes one OCI image-layout tarball holding every image, each
 // named by the annotation `ctr images import` reads, and returns the image
-// config digest of each (the imageID the kubelet reports for a local image).
-// busyboxBin is the static busybox copied into each image.
-func buildImages(busyboxBin string, images []Image, tarPath string) (map[string]string, error) {
+// config digest of each (the imageID the kubelet reports for a local image)
+// and its manifest digest (what a reference pins with @). busyboxBin is the
+// static busybox copied into each image.
+func buildImages(busyboxBin string, images []Image, tarPath string) (ids, digests map[string]string, err error) {
 	applets, err := busyboxApplets(busyboxBin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	busybox, err := os.ReadFile(busyboxBin)
 	if err != nil {
-		return nil, fmt.Errorf("read static busybox: %w", err)
+		return nil, nil, fmt.Errorf("read static busybox: %w", err)
 	}
 	dir, err := os.MkdirTemp(filepath.Dir(tarPath), "layout-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return nil, fmt.Errorf("start image layout: %w", err)
+		return nil, nil, fmt.Errorf("start image layout: %w", err)
 	}
 	platform := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
-	ids := map[string]string{}
+	ids, digests = map[string]string{}, map[string]string{}
 	for _, im := range images {
 		img, err := busyboxImage(busybox, applets, im)
 		if err != nil {
-			return nil, fmt.Errorf("build image %s: %w", im.Ref, err)
+			return nil, nil, fmt.Errorf("build image %s: %w", im.Ref, err)
 		}
 		id, err := img.ConfigName()
 		if err != nil {
-			return nil, fmt.Errorf("digest of image %s: %w", im.Ref, err)
+			return nil, nil, fmt.Errorf("digest of image %s: %w", im.Ref, err)
 		}
 		ids[im.Ref] = id.String()
+		digest, err := img.Digest()
+		if err != nil {
+			return nil, nil, fmt.Errorf("digest of image %s: %w", im.Ref, err)
+		}
+		digests[im.Ref] = digest.String()
 		named, err := normalized(im.Ref)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		err = p.AppendImage(img,
-			layout.WithAnnotations(map[string]string{"io.containerd.image.name": named}),
-			layout.WithPlatform(platform))
-		if err != nil {
-			return nil, fmt.Errorf("write image %s: %w", im.Ref, err)
+		// Named twice, so that the node knows it by tag and by digest, as
+		// after a pull from a registry.
+		repo := named
+		if i := strings.LastIndex(named, ":"); i > strings.LastIndex(named, "/") {
+			repo = named[:i]
+		}
+		for _, n := range []string{named, repo + "@" + digest.String()} {
+			err = p.AppendImage(img,
+				layout.WithAnnotations(map[string]string{"io.containerd.image.name": n}),
+				layout.WithPlatform(platform))
+			if err != nil {
+				return nil, nil, fmt.Errorf("write image %s: %w", im.Ref, err)
+			}
 		}
 	}
-	return ids, tarDir(dir, tarPath)
+	return ids, digests, tarDir(dir, tarPath)
 }
 
 // normalized is the name containerd keeps an image by, which the kubelet

@@ -66,6 +66,9 @@ type Node struct {
 	// ImageIDs maps each imported image's reference to the imageID the
 	// kubelet reports for it: the image config digest.
 	ImageIDs map[string]string
+	// Digests maps each imported image's reference to its manifest
+	// digest; the node also knows the image by repository@digest.
+	Digests map[string]string
 
 	dir        string
 	client     kubernetes.Interface
@@ -170,7 +173,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	}
 	images := append([]Image{{Ref: pauseRef, Version: "pause"}}, opts.Images...)
 	tarPath := filepath.Join(dir, "images.tar")
-	if n.ImageIDs, err = buildImages(busyboxPath, images, tarPath); err != nil {
+	if n.ImageIDs, n.Digests, err = buildImages(busyboxPath, images, tarPath); err != nil {
 		return nil, err
 	}
 

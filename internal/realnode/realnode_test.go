@@ -27,7 +27,7 @@ func TestBuildImages(t *testing.T) {
 	}
 	tarPath := filepath.Join(dir, "images.tar")
 	images := []Image{{Ref: "sidecarset.test/busybox:v1", Version: "v1"}, {Ref: "sidecarset.test/busybox:v2", Version: "v2"}}
-	ids, err := buildImages(busybox, images, tarPath)
+	ids, digests, err := buildImages(busybox, images, tarPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +41,18 @@ func TestBuildImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(manifest.Manifests) != len(images) {
-		t.Fatalf("index lists %d images, want %d", len(manifest.Manifests), len(images))
+	// Each image is named by its tag, then by its digest.
+	if len(manifest.Manifests) != 2*len(images) {
+		t.Fatalf("index lists %d images, want %d", len(manifest.Manifests), 2*len(images))
 	}
 	for i, desc := range manifest.Manifests {
-		want := images[i]
-		if got := desc.Annotations["io.containerd.image.name"]; got != want.Ref {
-			t.Errorf("image %d is named %q, want %q", i, got, want.Ref)
+		want := images[i/2]
+		wantName := want.Ref
+		if i%2 == 1 {
+			wantName = "sidecarset.test/busybox@" + desc.Digest.String()
+		}
+		if got := desc.Annotations["io.containerd.image.name"]; got != wantName {
+			t.Errorf("image %d is named %q, want %q", i, got, wantName)
 		}
 		if desc.Platform == nil || desc.Platform.OS != "linux" || desc.Platform.Architecture != runtime.GOARCH {
 			t.Errorf("image %s has platform %v, want linux/%s", want.Ref, desc.Platform, runtime.GOARCH)
@@ -62,6 +67,9 @@ func TestBuildImages(t *testing.T) {
 		}
 		if ids[want.Ref] != config.String() {
 			t.Errorf("imageID of %s is %s, want its config digest %s", want.Ref, ids[want.Ref], config)
+		}
+		if digests[want.Ref] != desc.Digest.String() {
+			t.Errorf("digest of %s is %s, want its manifest digest %s", want.Ref, digests[want.Ref], desc.Digest)
 		}
 		cf, err := img.ConfigFile()
 		if err != nil {

@@ -123,8 +123,11 @@ func TestDigestPin(t *testing.T) {
 	f.startComplete(f.SidecarSet("exporter:v1", 1), pods)
 	before := fixture.AppIDs(f.Pods())
 
-	id := fixture.ContainerStatus(f.Pod("p01"), "exporter").ImageID
-	pinned := "exporter@" + id[strings.LastIndex(id, "@")+1:]
+	digest, err := f.C.Digest("exporter:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := "exporter@" + digest
 	w := f.WatchNotReady()
 	// The status never counts more pods updated and ready than have
 	// really restarted their exporter and are ready again.
