@@ -209,6 +209,16 @@ func Digest(ref string) (string, error) {
 	return (&registry{}).resolve(r), nil
 }
 
+// ImageID is the imageID a node reports for a container it pulled ref for
+// while the registry ConfigMap does not re-point ref's tag.
+func ImageID(ref string) (string, error) {
+	r, err := parseImage(ref)
+	if err != nil {
+		return "", err
+	}
+	return r.repo + "@" + (&registry{}).resolve(r), nil
+}
+
 // RegistryConfigMap returns the ConfigMap that re-points each tag in pushed
 // (a reference such as "app:v2" or "ghcr.io/x/app:v2") to its digest
 // ("sha256:<hex>"). Create or update it to simulate a re-push.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,11 +172,6 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	images := append([]Image{{Ref: pauseRef, Version: "pause"}}, opts.Images...)
-	tarPath := filepath.Join(dir, "images.tar")
-	if n.ImageIDs, n.Digests, err = buildImages(busyboxPath, images, tarPath); err != nil {
-		return nil, err
-	}
 
 	out := opts.Output
 	if out == nil {
@@ -187,8 +183,9 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := n.waitContainerd(ctx); err != nil {
 		return nil, err
 	}
-	if err := n.ctr(ctx, "-n", "k8s.io", "images", "import", tarPath); err != nil {
-		return nil, fmt.Errorf("import images: %w", err)
+	n.ImageIDs, n.Digests = map[string]string{}, map[string]string{}
+	if err := n.Import(ctx, append([]Image{{Ref: pauseRef, Version: "pause"}}, opts.Images...)...); err != nil {
+		return nil, err
 	}
 
 	port, err := freePort()
@@ -217,6 +214,28 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// Import builds images and imports them; an image already on the node under
+// the same reference is re-pointed to the new content, as after a re-push
+// and a new pull. ImageIDs and Digests follow.
+func (n *Node) Import(ctx context.Context, images ...Image) error {
+	tar, err := os.CreateTemp(n.dir, "images-*.tar")
+	if err != nil {
+		return err
+	}
+	tar.Close()
+	defer os.Remove(tar.Name())
+	ids, digests, err := buildImages(busyboxPath, images, tar.Name())
+	if err != nil {
+		return err
+	}
+	if err := n.ctr(ctx, "-n", "k8s.io", "images", "import", tar.Name()); err != nil {
+		return fmt.Errorf("import images: %w", err)
+	}
+	maps.Copy(n.ImageIDs, ids)
+	maps.Copy(n.Digests, digests)
+	return nil
 }
 
 // ensurePackages installs the Debian packages that are missing.
