@@ -152,3 +152,24 @@ func TestNodeImagesShowTheFirstTagOfADigest(t *testing.T) {
 		t.Errorf("the old digest now shows %s, want its remaining tag app:v2", got.Image)
 	}
 }
+
+// TestDigestAndImageID: what tests compare with what a node reports after
+// pulling a tag nobody re-pushed.
+func TestDigestAndImageID(t *testing.T) {
+	for _, tc := range []struct{ ref, digest, imageID string }{
+		{"exporter:v1", sha("docker.io/library/exporter:v1"), "docker.io/library/exporter@" + sha("docker.io/library/exporter:v1")},
+		{"ghcr.io/team/shipper:v2", sha("ghcr.io/team/shipper:v2"), "ghcr.io/team/shipper@" + sha("ghcr.io/team/shipper:v2")},
+	} {
+		digest, err := Digest(tc.ref)
+		if err != nil || digest != tc.digest {
+			t.Errorf("Digest(%q) = %q, %v; want %q", tc.ref, digest, err, tc.digest)
+		}
+		id, err := ImageID(tc.ref)
+		if err != nil || id != tc.imageID {
+			t.Errorf("ImageID(%q) = %q, %v; want %q", tc.ref, id, err, tc.imageID)
+		}
+	}
+	if _, err := ImageID("Not A Reference"); err == nil {
+		t.Error("ImageID of an invalid reference: no error")
+	}
+}
