@@ -478,12 +478,20 @@ func nextBackOff(prev, base, maxBackOff time.Duration) time.Duration {
 	return min(2*prev, maxBackOff)
 }
 
-// probeDelay is when a probe first succeeds: its initial delay.
+// probeDelay is when a probe first succeeds after the container started.
+// A kubelet probes every periodSeconds and ignores the results of the
+// initial delay, so the first success is at the first probe once the delay
+// has passed: a delay of 1s with the default period of 10s makes a
+// container ready after 10s.
 func probeDelay(p *corev1.Probe) time.Duration {
 	if p == nil {
 		return 0
 	}
-	return time.Duration(p.InitialDelaySeconds) * time.Second
+	delay := time.Duration(p.InitialDelaySeconds) * time.Second
+	if period := time.Duration(p.PeriodSeconds) * time.Second; period > 0 {
+		delay = (delay + period - 1) / period * period
+	}
+	return delay
 }
 
 func (s *step) create(c *container, spec *corev1.Container) {

@@ -423,3 +423,27 @@ func TestRestoreFromStatus(t *testing.T) {
 		t.Errorf("events %+v, want main killed for its changed definition", events)
 	}
 }
+
+// TestProbeDelay: a real kubelet's readiness comes at the first probe after
+// the initial delay, so the period rounds the delay up (a readiness probe
+// with initialDelaySeconds 1 and the default periodSeconds 10 made a
+// container ready after about 10s on a real node).
+func TestProbeDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		probe *corev1.Probe
+		want  time.Duration
+	}{
+		{"no probe", nil, 0},
+		{"no delay", &corev1.Probe{PeriodSeconds: 10}, 0},
+		{"delay below the default period", &corev1.Probe{InitialDelaySeconds: 1, PeriodSeconds: 10}, 10 * time.Second},
+		{"delay a multiple of the period", &corev1.Probe{InitialDelaySeconds: 4, PeriodSeconds: 2}, 4 * time.Second},
+		{"delay between two probes", &corev1.Probe{InitialDelaySeconds: 5, PeriodSeconds: 2}, 6 * time.Second},
+		{"period of one second", &corev1.Probe{InitialDelaySeconds: 3, PeriodSeconds: 1}, 3 * time.Second},
+		{"period not defaulted", &corev1.Probe{InitialDelaySeconds: 3}, 3 * time.Second},
+	} {
+		if got := probeDelay(tc.probe); got != tc.want {
+			t.Errorf("%s: probeDelay = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -93,6 +93,7 @@ func (d *demo) declare(ctx context.Context) error {
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9104)}},
 					InitialDelaySeconds: 1,
+					PeriodSeconds:       1,
 				},
 			}}},
 			UpdateStrategy: v1alpha1.UpdateStrategy{

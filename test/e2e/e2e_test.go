@@ -46,9 +46,9 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 		t.Fatal(err)
 	}
 	// Registered first, so it runs last: once everything has stopped.
-	before := hostState()
+	before := realnode.HostState()
 	t.Cleanup(func() {
-		if diff := cmp.Diff(before, hostState()); diff != "" {
+		if diff := cmp.Diff(before, realnode.HostState()); diff != "" {
 			t.Errorf("the node left this behind on the machine (-before +after):\n%s", diff)
 		}
 	})

@@ -35,15 +35,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop:", err)
-		}
-	}()
 	env, sys = cluster.Env, cluster.Stack
 	code := m.Run()
 	if code != 0 && cluster.Kind == fixture.Real {
 		fmt.Fprintf(os.Stderr, "control plane and node logs:\n%s", cluster.Logs())
+	}
+	if err := cluster.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop:", err)
+		return 1
 	}
 	return code
 }

@@ -1,6 +1,4 @@
-//go:build e2e
-
-package e2e
+package realnode
 
 import (
 	"os"
@@ -9,10 +7,11 @@ import (
 	"strings"
 )
 
-// hostState is what a real node could leave behind on the machine: mounts,
+// HostState is what a real node could leave behind on the machine: mounts,
 // network interfaces, the pods' cgroups, node folders, entries in the fixed
 // folders the kubelet, containerd and CNI write to, and their processes.
-func hostState() map[string][]string {
+// Taken before Start and after Stop, the two must be equal.
+func HostState() map[string][]string {
 	state := map[string][]string{}
 	if data, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
@@ -21,9 +20,9 @@ func hostState() map[string][]string {
 			}
 		}
 	}
-	state["interfaces"] = names("/sys/class/net")
+	state["interfaces"] = dirNames("/sys/class/net")
 	state["cgroups"], _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
-	state["node folders"], _ = filepath.Glob(filepath.Join(os.TempDir(), "ssnode-*"))
+	state["node folders"], _ = filepath.Glob(filepath.Join(os.TempDir(), dirPattern+"*"))
 	for _, d := range []string{"/var/log/containers", "/var/lib/kubelet", "/var/lib/cni", "/run/containerd", "/run/netns", "/etc/cni", "/opt/containerd"} {
 		if _, err := os.Stat(d); err != nil {
 			state[d] = []string{"absent"}
@@ -37,13 +36,13 @@ func hostState() map[string][]string {
 		})
 	}
 	node := []string{"containerd", "containerd-shim-runc-v2", "kubelet", "runc"}
-	for _, pid := range names("/proc") {
+	for _, pid := range dirNames("/proc") {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
 		if err != nil || len(cmdline) == 0 {
 			continue
 		}
 		args := strings.Split(string(cmdline), "\x00")
-		if slices.Contains(node, filepath.Base(args[0])) || strings.Contains(string(cmdline), "ssnode-") {
+		if slices.Contains(node, filepath.Base(args[0])) || strings.Contains(string(cmdline), dirPattern) {
 			state["processes"] = append(state["processes"], pid+" "+strings.Join(args, " "))
 		}
 	}
@@ -51,7 +50,7 @@ func hostState() map[string][]string {
 	return state
 }
 
-func names(dir string) []string {
+func dirNames(dir string) []string {
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
