@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"testing"
 	"time"
@@ -28,8 +26,11 @@ import (
 // driftPolicy Revert writes nothing back. Before, every pod was drifted from
 // birth, and Revert and the policy rewrote it for ever.
 func TestImageRewrittenByPolicy(t *testing.T) {
-	sum := sha256.Sum256([]byte("docker.io/library/exporter:v1"))
-	pinned := "exporter:v1@sha256:" + hex.EncodeToString(sum[:])
+	digest, err := cluster.Digest("exporter:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := "exporter:v1@" + digest
 	tests := []struct {
 		name string
 		// rewrite is a CEL expression of the container c's new image, for

@@ -16,6 +16,7 @@ import (
 // every pod is updated in place, none is counted not upgradable. The pods
 // keep the pull policy they were created with, which is immutable.
 func TestImageFromLatestUpdatedInPlace(t *testing.T) {
+	simulatedOnly(t, "the pull policy a :latest image defaults to; on a real node here every image is local, pulled never")
 	const pods = 2
 	f := newFixture(t)
 	f.CreateSet(f.SidecarSet("exporter:latest", 0))

@@ -84,7 +84,8 @@ func TestSeedRollout(t *testing.T) {
 // first, all at once, outside maxUnavailable.
 func TestNotReadyPodsFirst(t *testing.T) {
 	f := newFixture(t)
-	set := f.SidecarSet("exporter:v1", 0)
+	// A readiness probe: without one a running container is ready.
+	set := f.SidecarSet("exporter:v1", 1)
 	set.Spec.UpdateStrategy.Partition = new(intstr.FromString("50%"))
 	f.CreateSet(set)
 	f.CreatePods(6, nil, nil)

@@ -197,6 +197,7 @@ func TestNeverReadyPods(t *testing.T) {
 		pod := f.NewPod(name)
 		if i == 4 || i == 9 {
 			pod.Spec.Containers[0].Image = "mysql-never-ready:8.4"
+			pod.Spec.Containers[0].ReadinessProbe = f.SidecarSet("", 1).Spec.Containers[0].ReadinessProbe
 		}
 		f.CreatePod(pod)
 	}
