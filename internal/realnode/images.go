@@ -45,9 +45,9 @@ const pauseRef = "sidecarset.test/pause:1"
 var defaultCmd = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 2147483647 & wait"}
 
 // buildImages writes one OCI image-layout tarball holding every image, each
-// named by the annotation `ctr images import` reads, and returns the image
-// config digest of each (the imageID the kubelet reports for a local image)
-// and its manifest digest (what a reference pins with @). busyboxBin is the
+// named by the annotation `ctr images import` reads, by tag and by digest,
+// and returns the imageID the kubelet reports for each (its repository
+// digest) and its manifest digest (what a reference pins with @). busyboxBin is the
 // static busybox copied into each image.
 func buildImages(busyboxBin string, images []Image, tarPath string) (ids, digests map[string]string, err error) {
 	applets, err := busyboxApplets(busyboxBin)
@@ -74,11 +74,6 @@ func buildImages(busyboxBin string, images []Image, tarPath string) (ids, digest
 		if err != nil {
 			return nil, nil, fmt.Errorf("build image %s: %w", im.Ref, err)
 		}
-		id, err := img.ConfigName()
-		if err != nil {
-			return nil, nil, fmt.Errorf("digest of image %s: %w", im.Ref, err)
-		}
-		ids[im.Ref] = id.String()
 		digest, err := img.Digest()
 		if err != nil {
 			return nil, nil, fmt.Errorf("digest of image %s: %w", im.Ref, err)
@@ -88,12 +83,16 @@ func buildImages(busyboxBin string, images []Image, tarPath string) (ids, digest
 		if err != nil {
 			return nil, nil, err
 		}
-		// Named twice, so that the node knows it by tag and by digest, as
-		// after a pull from a registry.
 		repo := named
 		if i := strings.LastIndex(named, ":"); i > strings.LastIndex(named, "/") {
 			repo = named[:i]
 		}
+		// The kubelet reports the repository digest of an image that has
+		// one, as after a pull from a registry (without one, it would
+		// report the config digest).
+		ids[im.Ref] = repo + "@" + digest.String()
+		// Named twice, so that the node knows it by tag and by digest, as
+		// after a pull from a registry.
 		for _, n := range []string{named, repo + "@" + digest.String()} {
 			err = p.AppendImage(img,
 				layout.WithAnnotations(map[string]string{"io.containerd.image.name": n}),

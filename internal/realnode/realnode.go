@@ -65,7 +65,7 @@ type Options struct {
 // Node is a running node.
 type Node struct {
 	// ImageIDs maps each imported image's reference to the imageID the
-	// kubelet reports for it: the image config digest.
+	// kubelet reports for it: repository@manifest digest.
 	ImageIDs map[string]string
 	// Digests maps each imported image's reference to its manifest
 	// digest; the node also knows the image by repository@digest.
