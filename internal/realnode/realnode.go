@@ -172,6 +172,9 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
+	if err := addBridge(ctx); err != nil {
+		return nil, err
+	}
 
 	out := opts.Output
 	if out == nil {
@@ -260,6 +263,25 @@ func ensurePackages(ctx context.Context, out io.Writer) error {
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("apt-get %s: %w", args[0], err)
+		}
+	}
+	return nil
+}
+
+// addBridge makes the pods' bridge before the CNI plugin would, with the
+// node's address on the pods' subnet, so that the kubelet's HTTP and TCP
+// probes and the apiserver's pod proxy reach the pods on it. Without an
+// address there, connections to pod IPs follow the default route off the
+// machine. The pods still get no default route (isGateway false) and the
+// node forwards nothing for them. Stop deletes the bridge.
+func addBridge(ctx context.Context) error {
+	for _, args := range [][]string{
+		{"link", "add", "name", bridgeName, "type", "bridge"},
+		{"addr", "add", bridgeAddress, "dev", bridgeName},
+		{"link", "set", bridgeName, "up"},
+	} {
+		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("set up the pods' bridge %s: ip %s: %w: %s", bridgeName, strings.Join(args, " "), err, out)
 		}
 	}
 	return nil
