@@ -5,11 +5,15 @@ import (
 	"path/filepath"
 )
 
-// bridgeName and podSubnet are the CNI bridge and its private range; the
-// bridge neither routes nor masquerades, so no traffic leaves the machine.
+// bridgeName and podSubnet are the CNI bridge and its private range. The
+// node holds bridgeAddress on the bridge (see addBridge), host-local keeps
+// it out of the pods' addresses, and the bridge neither routes for the pods
+// nor masquerades, so no traffic leaves the machine.
 const (
-	bridgeName = "sscni0"
-	podSubnet  = "10.88.77.0/24"
+	bridgeName    = "sscni0"
+	podSubnet     = "10.88.77.0/24"
+	bridgeIP      = "10.88.77.1"
+	bridgeAddress = bridgeIP + "/24"
 )
 
 // containerdConfig gives containerd its own root, state, socket, runc root
@@ -58,10 +62,10 @@ func cniConfig(dir string) string {
     "bridge": %q,
     "isGateway": false,
     "ipMasq": false,
-    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "dataDir": %q}
+    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}
   }]
 }
-`, bridgeName, podSubnet, filepath.Join(dir, "cni", "ipam"))
+`, bridgeName, podSubnet, bridgeIP, filepath.Join(dir, "cni", "ipam"))
 }
 
 // kubeletConfig holds the settings without which the kubelet does not run

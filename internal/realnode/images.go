@@ -30,8 +30,14 @@ type Image struct {
 	// Version is the content of /version; empty leaves the file out, so
 	// that an exec readiness probe reading it never passes.
 	Version string
-	// Cmd replaces the default command, which sleeps until SIGTERM.
+	// Cmd replaces the default command, which sleeps until SIGTERM (or,
+	// with Exporter, runs the exporter).
 	Cmd []string
+	// Exporter adds the exporter of test/images/exporter as /bin/exporter,
+	// listening on ExporterPort and reporting Version (without one it exits
+	// at once with an error), and makes it the default command. Busybox
+	// stays, for exec probes and debugging.
+	Exporter bool
 }
 
 // busyboxPath is where Debian's busybox-static puts the static binary.
@@ -44,12 +50,20 @@ const pauseRef = "sidecarset.test/pause:1"
 // container stops without waiting out its grace period.
 var defaultCmd = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 2147483647 & wait"}
 
+// exporterCmd runs the exporter without a shell, so that it is the
+// container's PID 1 and the kubelet's SIGTERM reaches it.
+var exporterCmd = []string{"/bin/exporter", "-listen", fmt.Sprintf(":%d", ExporterPort)}
+
+// ExporterPort is the port an image with Exporter set serves on.
+const ExporterPort = 9104
+
 // buildImages writes one OCI image-layout tarball holding every image, each
 // named by the annotation `ctr images import` reads, by tag and by digest,
 // and returns the imageID the kubelet reports for each (its repository
 // digest) and its manifest digest (what a reference pins with @). busyboxBin is the
-// static busybox copied into each image.
-func buildImages(busyboxBin string, images []Image, tarPath string) (ids, digests map[string]string, err error) {
+// static busybox copied into each image, exporterBin the exporter copied
+// into those with Exporter set ("" when none has it).
+func buildImages(busyboxBin, exporterBin string, images []Image, tarPath string) (ids, digests map[string]string, err error) {
 	applets, err := busyboxApplets(busyboxBin)
 	if err != nil {
 		return nil, nil, err
@@ -57,6 +71,12 @@ func buildImages(busyboxBin string, images []Image, tarPath string) (ids, digest
 	busybox, err := os.ReadFile(busyboxBin)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read static busybox: %w", err)
+	}
+	var exporter []byte
+	if exporterBin != "" {
+		if exporter, err = os.ReadFile(exporterBin); err != nil {
+			return nil, nil, fmt.Errorf("read the exporter: %w", err)
+		}
 	}
 	dir, err := os.MkdirTemp(filepath.Dir(tarPath), "layout-")
 	if err != nil {
@@ -70,7 +90,10 @@ func buildImages(busyboxBin string, images []Image, tarPath string) (ids, digest
 	platform := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 	ids, digests = map[string]string{}, map[string]string{}
 	for _, im := range images {
-		img, err := busyboxImage(busybox, applets, im)
+		if im.Exporter && exporter == nil {
+			return nil, nil, fmt.Errorf("build image %s: it asks for the exporter, and none was built", im.Ref)
+		}
+		img, err := busyboxImage(busybox, applets, exporter, im)
 		if err != nil {
 			return nil, nil, fmt.Errorf("build image %s: %w", im.Ref, err)
 		}
@@ -133,7 +156,9 @@ func busyboxApplets(busyboxBin string) ([]string, error) {
 	return strings.Fields(string(out)), nil
 }
 
-func busyboxImage(busybox []byte, applets []string, im Image) (v1.Image, error) {
+// busyboxImage is one image: busybox, its applets and /version, and with
+// im.Exporter the exporter as /bin/exporter and the default command.
+func busyboxImage(busybox []byte, applets []string, exporter []byte, im Image) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, d := range []string{"bin", "dev", "etc", "proc", "sys", "tmp"} {
@@ -149,6 +174,14 @@ func busyboxImage(busybox []byte, applets []string, im Image) (v1.Image, error) 
 	files := []file{{"bin/busybox", 0o755, busybox}}
 	if im.Version != "" {
 		files = append(files, file{"version", 0o644, []byte(im.Version + "\n")})
+	}
+	cmd := defaultCmd
+	if im.Exporter {
+		files = append(files, file{"bin/exporter", 0o755, exporter})
+		cmd = exporterCmd
+	}
+	if im.Cmd != nil {
+		cmd = im.Cmd
 	}
 	for _, f := range files {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
@@ -188,9 +221,9 @@ func busyboxImage(busybox []byte, applets []string, im Image) (v1.Image, error) 
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Config.Env = []string{"PATH=/bin"}
-	cf.Config.Cmd = defaultCmd
-	if im.Cmd != nil {
-		cf.Config.Cmd = im.Cmd
+	cf.Config.Cmd = cmd
+	if im.Exporter {
+		cf.Config.ExposedPorts = map[string]struct{}{fmt.Sprintf("%d/tcp", ExporterPort): {}}
 	}
 	return mutate.ConfigFile(img, cf)
 }

@@ -1,6 +1,7 @@
 // Package realnode runs a real node against a testenv control plane: the
 // kubelet v1.37.2 that `hack/control-plane.sh kubelet` builds, containerd,
-// runc and the CNI bridge plugin from Debian, and test images built locally.
+// runc and the CNI bridge plugin from Debian, and test images built locally
+// (busybox, and with it the exporter of test/images/exporter).
 // Everything it runs lives in one folder of its own; Stop ends its processes
 // by PID, unmounts what they mounted and removes what they created. It needs
 // root and a Debian machine.
@@ -76,6 +77,8 @@ type Node struct {
 	containerd *process
 	kubelet    *process
 	state      state
+	// exporterBin is the exporter, once an image asked for it.
+	exporterBin string
 }
 
 // state is what a later Start needs to tear a node down whose test was
@@ -172,6 +175,9 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
+	if err := addBridge(ctx); err != nil {
+		return nil, err
+	}
 
 	out := opts.Output
 	if out == nil {
@@ -218,7 +224,8 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 
 // Import builds images and imports them; an image already on the node under
 // the same reference is re-pointed to the new content, as after a re-push
-// and a new pull. ImageIDs and Digests follow.
+// and a new pull. ImageIDs and Digests follow. The first image with
+// Exporter set builds the exporter, into the node's folder.
 func (n *Node) Import(ctx context.Context, images ...Image) error {
 	tar, err := os.CreateTemp(n.dir, "images-*.tar")
 	if err != nil {
@@ -226,7 +233,14 @@ func (n *Node) Import(ctx context.Context, images ...Image) error {
 	}
 	tar.Close()
 	defer os.Remove(tar.Name())
-	ids, digests, err := buildImages(busyboxPath, images, tar.Name())
+	if slices.ContainsFunc(images, func(im Image) bool { return im.Exporter }) && n.exporterBin == "" {
+		bin := filepath.Join(n.dir, "exporter")
+		if err := buildExporter(ctx, bin); err != nil {
+			return err
+		}
+		n.exporterBin = bin
+	}
+	ids, digests, err := buildImages(busyboxPath, n.exporterBin, images, tar.Name())
 	if err != nil {
 		return err
 	}
@@ -260,6 +274,25 @@ func ensurePackages(ctx context.Context, out io.Writer) error {
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("apt-get %s: %w", args[0], err)
+		}
+	}
+	return nil
+}
+
+// addBridge makes the pods' bridge before the CNI plugin would, with the
+// node's address on the pods' subnet, so that the kubelet's HTTP and TCP
+// probes and the apiserver's pod proxy reach the pods on it. Without an
+// address there, connections to pod IPs follow the default route off the
+// machine. The pods still get no default route (isGateway false) and the
+// node forwards nothing for them. Stop deletes the bridge.
+func addBridge(ctx context.Context) error {
+	for _, args := range [][]string{
+		{"link", "add", "name", bridgeName, "type", "bridge"},
+		{"addr", "add", bridgeAddress, "dev", bridgeName},
+		{"link", "set", bridgeName, "up"},
+	} {
+		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("set up the pods' bridge %s: ip %s: %w: %s", bridgeName, strings.Join(args, " "), err, out)
 		}
 	}
 	return nil

@@ -76,8 +76,12 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	node, err := realnode.Start(context.Background(), realnode.Options{
 		Assets:     assets,
 		KubeConfig: sys.Env.KubeConfig,
-		Images:     []realnode.Image{{Ref: imageV1, Version: "v1"}, {Ref: imageV2, Version: "v2"}},
-		Output:     logs,
+		Images: []realnode.Image{
+			{Ref: imageV1, Version: "v1"},
+			{Ref: imageV2, Version: "v2"},
+			{Ref: exporterImage, Version: exporterVersion, Exporter: true},
+		},
+		Output: logs,
 	})
 	if err != nil {
 		t.Fatal(err)
