@@ -107,7 +107,9 @@ func buildImages(busyboxBin, exporterBin string, images []Image, tarPath string)
 			return nil, nil, err
 		}
 		repo := named
-		if i := strings.LastIndex(named, ":"); i > strings.LastIndex(named, "/") {
+		if i := strings.Index(named, "@"); i >= 0 {
+			repo = named[:i]
+		} else if i := strings.LastIndex(named, ":"); i > strings.LastIndex(named, "/") {
 			repo = named[:i]
 		}
 		// The kubelet reports the repository digest of an image that has
@@ -171,7 +173,10 @@ func busyboxImage(busybox []byte, applets []string, exporter []byte, im Image) (
 		mode int64
 		data []byte
 	}
-	files := []file{{"bin/busybox", 0o755, busybox}}
+	// /reference makes each image's content its own: the kubelet reports
+	// one repository digest for images of equal content, the first of
+	// their names.
+	files := []file{{"bin/busybox", 0o755, busybox}, {"reference", 0o644, []byte(im.Ref + "\n")}}
 	if im.Version != "" {
 		files = append(files, file{"version", 0o644, []byte(im.Version + "\n")})
 	}

@@ -135,7 +135,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := checkNoKubepods(); err != nil {
 		return nil, err
 	}
-	if err := ensurePackages(ctx, opts.Output); err != nil {
+	if err := EnsurePackages(ctx, opts.Output); err != nil {
 		return nil, err
 	}
 	restCfg, err := clientcmd.RESTConfigFromKubeConfig(opts.KubeConfig)
@@ -252,8 +252,10 @@ func (n *Node) Import(ctx context.Context, images ...Image) error {
 	return nil
 }
 
-// ensurePackages installs the Debian packages that are missing.
-func ensurePackages(ctx context.Context, out io.Writer) error {
+// EnsurePackages installs the Debian packages the node runs on that are
+// missing; Start calls it. Call it first to take HostState after what the
+// installation itself leaves (a started service, its folders).
+func EnsurePackages(ctx context.Context, out io.Writer) error {
 	var missing []string
 	for _, p := range packages {
 		status, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}", p).Output()

@@ -117,6 +117,7 @@ func TestBuildImages(t *testing.T) {
 			"bin/sh":      {0o777, "-> busybox"},
 			"bin/sleep":   {0o777, "-> busybox"},
 			"version":     {0o644, want.Version + "\n"},
+			"reference":   {0o644, want.Ref + "\n"},
 		}
 		if want.Exporter {
 			wantFiles["bin/exporter"] = layerEntry{0o755, "(bin/exporter)"}

@@ -62,10 +62,9 @@ type Pod struct {
 	PodReady bool
 	// DisruptedByOthers: another SidecarSet's rollout disrupted the pod
 	// and it is not back yet (Disrupted over the other sets' records); the
-	// caller sets it, Classify knows one record only. A write that restarts
-	// a running sidecar of such a pod prolongs that disruption: it counts
-	// as this set's, as if the pod were ready, though the budgets that
-	// select the pod count it already.
+	// caller sets it, Classify knows one record only. A write that would
+	// restart a running sidecar of such a pod waits (HeldByOtherRollout):
+	// it would keep the pod down longer, unseen by any budget or slot.
 	DisruptedByOthers bool
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.

@@ -145,6 +145,10 @@ const (
 	// HeldInFlight: the pod's last write is not done, and the container it
 	// restarts runs.
 	HeldInFlight HoldReason = "InFlight"
+	// HeldByOtherRollout: another SidecarSet's rollout has the pod down
+	// (Pod.DisruptedByOthers), and the write would restart a running
+	// sidecar of it: the pod goes once it is back.
+	HeldByOtherRollout HoldReason = "OtherRollout"
 )
 
 // Held is a pod that waits.
@@ -338,27 +342,30 @@ func Next(in Input) (Plan, error) {
 		// proven complete is still serving, and a write restarts it. A pod
 		// the rollout disrupted already holds its slot and its budgets'
 		// disruption: writing it again takes nothing more, and keeps them.
-		// A pod another set's rollout disrupted is not ready only for that
-		// rollout: writing it now keeps it down longer, so it takes a slot
-		// of this set too; its budgets count it already.
-		if u.Disrupts = (w.pod.PodReady || w.pod.DisruptedByOthers) && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts {
+		// A pod another set's rollout has down would stay down longer for
+		// this write, which no budget or slot would count: it waits until
+		// it is back.
+		if w.pod.DisruptedByOthers && !w.pod.Disrupting && u.restartsRunning(w.pod) {
+			plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
+				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
+			continue
+		}
+		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts {
 			if room <= 0 {
 				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByMaxUnavailable, fmt.Sprintf(
 					"maxUnavailable %d reached: %s updating or updated but not ready",
 					scope.MaxUnavailable, podCount(scope.MaxUnavailable-room))})
 				continue
 			}
-			if !w.pod.DisruptedByOthers {
-				if b, ok := exhausted(in.Budgets[w.pod.Key], spent); ok {
-					plan.Held = append(plan.Held, Held{w.pod.Key, HeldByDisruptionBudget, fmt.Sprintf(
-						"PodDisruptionBudget %s allows no further disruption now", b.Name)})
-					continue
-				}
-				for _, b := range in.Budgets[w.pod.Key] {
-					spent[b.Name]++
-				}
+			if b, ok := exhausted(in.Budgets[w.pod.Key], spent); ok {
+				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByDisruptionBudget, fmt.Sprintf(
+					"PodDisruptionBudget %s allows no further disruption now", b.Name)})
+				continue
 			}
 			room--
+			for _, b := range in.Budgets[w.pod.Key] {
+				spent[b.Name]++
+			}
 		}
 		plan.Updates = append(plan.Updates, u)
 	}
@@ -581,7 +588,7 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 		return p.Record.Write
 	}
 	kept := p.Disrupting && p.Record.Write != nil
-	return &revision.Write{WasReady: kept || ((p.PodReady || p.DisruptedByOthers) && u.restartsRunning(p)), Generation: p.Generation + 1}
+	return &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: p.Generation + 1}
 }
 
 func sortHeld(h []Held) {

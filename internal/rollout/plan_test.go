@@ -392,20 +392,20 @@ func TestNext(t *testing.T) {
 		{
 			// Found on a real node: two sets on the same pods, one budget
 			// allowing one disruption. p01 is down for the other set's
-			// write; this set's write there keeps it down, so it takes
-			// this set's slot, and no second pod goes while p01 is down.
-			name:     "maxUnavailable 3, budget allows 1 spent on p01 by another set: p01 written, no other",
+			// write, which the budget counts; writing p01 now would keep it
+			// down unseen, and writing p02 would take a second pod down.
+			name:     "maxUnavailable 3, budget allows 1 spent on p01 by another set: p01 waits, no other goes",
 			pods:     fleet(12, each([]opt{notReady, disruptedByOthers}, "p01")),
 			strategy: strategy("0", "3"),
 			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWebSpent, key("p02"): dbWebSpent, key("p03"): dbWebSpent},
-			want: outcome{[]string{"p01", "p04", "p05"}, held(
-				HeldByDisruptionBudget, "p02", "p03", HeldByMaxUnavailable, podRange(6, 12))},
+			want: outcome{[]string{"p04", "p05", "p06"}, held(
+				HeldByOtherRollout, "p01", HeldByDisruptionBudget, "p02", "p03", HeldByMaxUnavailable, podRange(7, 12))},
 		},
 		{
-			name:     "maxUnavailable 1, p01 down for another set: writing it takes the slot",
+			name:     "maxUnavailable 1, p01 down for another set: it waits, the others go as usual",
 			pods:     fleet(3, each([]opt{notReady, disruptedByOthers}, "p01")),
 			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p01"}, held(HeldByMaxUnavailable, "p02", "p03")},
+			want:     outcome{[]string{"p02"}, held(HeldByOtherRollout, "p01", HeldByMaxUnavailable, "p03")},
 		},
 		{
 			name:     "a budget that allows nothing does not hold a pod that is not ready",
@@ -723,32 +723,4 @@ func TestDisruptionKept(t *testing.T) {
 			t.Errorf("Disrupting = false for a pod written while ready and not ready since")
 		}
 	})
-}
-
-// TestWriteProlongingAnotherSetsDisruption: the write into a pod another
-// set's rollout has down is recorded as a disruption (write.wasReady), so
-// the pod counts against this set's maxUnavailable and every budget until
-// it is back; into a pod that is not ready for reasons of its own it is
-// not.
-func TestWriteProlongingAnotherSetsDisruption(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []opt
-		want bool
-	}{
-		{"down for another set's rollout", []opt{notReady, disruptedByOthers}, true},
-		{"not ready on its own", []opt{notReady}, false},
-		{"ready", nil, true},
-	} {
-		plan, err := Next(Input{Latest: planLatest, Pods: fleet(1, map[string][]opt{"p01": tc.opts}), Strategy: strategy("0", "1")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(plan.Updates) != 1 || plan.Updates[0].State.Write == nil {
-			t.Fatalf("%s: updates %+v, want one write", tc.name, plan.Updates)
-		}
-		if got := plan.Updates[0].State.Write.WasReady; got != tc.want {
-			t.Errorf("%s: write.wasReady %v, want %v", tc.name, got, tc.want)
-		}
-	}
 }

@@ -193,10 +193,11 @@ func Compute(in Input) Result {
 	active := !notUpdate && !in.Strategy.Paused
 	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > 0)
 	complete := !work
-	// Due pods that only a PodDisruptionBudget holds are not the rollout's
-	// failure: the budget is spent by others, or allows nothing. The
-	// rollout waits for it, says so, and does not stall on it.
-	failing := c.inFlight > 0 || (!notUpdate && in.Plan.Due > heldBy(in.Plan.Held, rollout.HeldByDisruptionBudget))
+	// Due pods that only a PodDisruptionBudget or another set's rollout
+	// holds are not the rollout's failure: the budget is spent by others,
+	// or allows nothing; the other rollout has the pod down. The rollout
+	// waits for them, says so, and does not stall on them.
+	failing := c.inFlight > 0 || (!notUpdate && in.Plan.Due > heldBy(in.Plan.Held, rollout.HeldByDisruptionBudget)+heldBy(in.Plan.Held, rollout.HeldByOtherRollout))
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
@@ -345,6 +346,9 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	}
 	if blocked > 0 {
 		parts = append(parts, fmt.Sprintf("%d held by a PodDisruptionBudget", blocked))
+	}
+	if n := heldBy(held, rollout.HeldByOtherRollout); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d down for another SidecarSet's rollout", n))
 	}
 	if st.DriftedPods > 0 {
 		parts = append(parts, fmt.Sprintf("%d drifted", st.DriftedPods))

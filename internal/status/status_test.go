@@ -439,6 +439,27 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// Pods another set's rollout has down wait for it; that is not
+			// this rollout's failure either.
+			name: "due pods held by another set's rollout alone do not stall",
+			pods: func() []rollout.Pod {
+				ps := fleet(2, mix{})
+				for i := range ps {
+					ps[i].PodReady, ps[i].Ready, ps[i].DisruptedByOthers = false, false, true
+				}
+				return ps
+			}(),
+			strategy:     rolling("0"),
+			previous:     statusOf(2, 0, 2, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			lastProgress: ago(2 * time.Hour),
+			want: Result{
+				Status: statusOf(2, 0, 0, 0, conds(
+					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 2 down for another SidecarSet's rollout", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 down for another SidecarSet's rollout", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 down for another SidecarSet's rollout", hourAgo})),
+			},
+		},
+		{
 			// Defect: progress time lived in memory. A restarted manager
 			// reads it from the status and stalls on time.
 			name:         "the deadline runs from lastProgressTime in the status",

@@ -45,6 +45,9 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	if err := realnode.RecoverLeftovers(); err != nil {
 		t.Fatal(err)
 	}
+	if err := realnode.EnsurePackages(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 	// Registered first, so it runs last: once everything has stopped.
 	before := realnode.HostState()
 	t.Cleanup(func() {
