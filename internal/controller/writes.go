@@ -40,7 +40,7 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan r
 	for i, u := range plan.Updates {
 		if landed[i] {
 			written = append(written, u)
-			if u.Action != rollout.ActionSettle {
+			if !u.RecordOnly() {
 				names = append(names, u.Pod.String())
 			}
 		}
@@ -72,7 +72,7 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 		images[i] = c.Name + "=" + c.Image
 	}
 	switch u.Action {
-	case rollout.ActionSettle:
+	case rollout.ActionSettle, rollout.ActionRecordDisruption:
 		// Bookkeeping: nothing in the pod changed.
 	case rollout.ActionRevertDrift:
 		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",

@@ -36,9 +36,11 @@ type Pod struct {
 	// the pod was ready when a write restarted one of its running sidecars
 	// (Record.Write.WasReady), and it has not been seen ready since with
 	// every running sidecar complete. Such pods count against maxUnavailable
-	// and PodDisruptionBudgets. A pod written while not ready never does: it
+	// and PodDisruptionBudgets. A pod written while not ready does not: it
 	// lost nothing by the write, and it may stay not ready for reasons of
-	// its own.
+	// its own; unless it is seen ready while the sidecar the write restarts
+	// still runs: the restart will take it down, so it counts from then on
+	// (ActionRecordDisruption).
 	Disrupting bool
 	// Back: the last write into the pod is done: every running sidecar is
 	// complete and, if the write disrupted the pod, the pod is ready again.
@@ -190,6 +192,10 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		p.Back = p.Ready
 	default:
 		p.Back = complete
+		// Written while not ready, ready now with the write still to
+		// come: the kubelet's restart will take it down. Next records it
+		// (ActionRecordDisruption), so that it counts until it is back.
+		p.Disrupting = p.PodReady && p.runningInFlightAny()
 	}
 	p.Back = p.Back || (rec.Write == nil && wrote && complete)
 	return p

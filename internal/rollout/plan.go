@@ -93,7 +93,18 @@ const (
 	// ActionSettle writes only the record of a pod the rollout disrupted
 	// and that is back (Pod.Back): it is no longer counted as disrupted.
 	ActionSettle Action = "Settle"
+	// ActionRecordDisruption writes only the record of a pod written while
+	// not ready that is ready now, the write still to come
+	// (Pod.Disrupting): the write is recorded as a disruption, so the pod
+	// counts until it is back.
+	ActionRecordDisruption Action = "RecordDisruption"
 )
+
+// RecordOnly reports whether u writes the record alone: bookkeeping, not a
+// rollout step.
+func (u PodUpdate) RecordOnly() bool {
+	return u.Action == ActionSettle || u.Action == ActionRecordDisruption
+}
 
 // PodUpdate is one pod write: the images of some sidecars and this set's
 // entry of the pod's state annotation, which must go together in one patch
@@ -374,17 +385,25 @@ func Next(in Input) (Plan, error) {
 	return plan, nil
 }
 
-// settle appends to updates a settle of every pod that is Back and not
-// written by them. Settling is bookkeeping, not a rollout step: it is done
-// paused or not, and whatever holds the pod's next update.
+// settle appends to updates a settle of every pod that is Back, and a
+// record of the disruption of every pod written while not ready that the
+// write is about to disrupt, when updates do not write them. This is
+// bookkeeping, not a rollout step: it is done paused or not, and whatever
+// holds the pod's next update.
 func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
 		written[u.Pod] = true
 	}
 	for _, p := range pods {
-		if p.Back && !written[p.Key] {
+		switch {
+		case written[p.Key]:
+		case p.Back:
 			updates = append(updates, settleOf(p))
+		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
+			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
+			u.State.Write = &revision.Write{WasReady: true, Generation: p.Record.Write.Generation}
+			updates = append(updates, u)
 		}
 	}
 	return updates

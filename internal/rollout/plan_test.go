@@ -50,6 +50,7 @@ func mk(name string, opts ...opt) Pod {
 		p.Disrupting, p.Back = !p.Ready, p.Ready
 	default:
 		p.Back = !p.Updating
+		p.Disrupting = p.PodReady && p.Updating
 	}
 	return p
 }
@@ -390,6 +391,21 @@ func TestNext(t *testing.T) {
 				HeldByDisruptionBudget, "p03", HeldByMaxUnavailable, podRange(6, 12))},
 		},
 		{
+			// Review finding: p01, written while not ready, is ready again
+			// before the kubelet restarted its exporter; the restart will
+			// take it down. It counts from now on, and its record says so.
+			name:     "p01 written while not ready, ready now with the write to come: recorded, holds the slot",
+			pods:     fleet(3, each([]opt{updating, notDisrupted}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p01 RecordDisruption"}, held(HeldByMaxUnavailable, "p02", "p03")},
+		},
+		{
+			name:     "same, paused: recorded all the same",
+			pods:     fleet(3, each([]opt{updating, notDisrupted}, "p01")),
+			strategy: func() v1alpha1.UpdateStrategy { s := strategy("0", "1"); s.Paused = true; return s }(),
+			want:     outcome{[]string{"p01 RecordDisruption"}, held(HeldPaused, "p02", "p03")},
+		},
+		{
 			// Found on a real node: two sets on the same pods, one budget
 			// allowing one disruption. p01 is down for the other set's
 			// write, which the budget counts; writing p01 now would keep it
@@ -723,4 +739,26 @@ func TestDisruptionKept(t *testing.T) {
 			t.Errorf("Disrupting = false for a pod written while ready and not ready since")
 		}
 	})
+}
+
+// TestRecordDisruption: the record of a pod written while not ready that
+// is ready now, the write still to come, is rewritten as a disruption of
+// the same write; nothing else in it changes.
+func TestRecordDisruption(t *testing.T) {
+	pods := fleet(1, each([]opt{updating, notDisrupted}, "p01"))
+	plan, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: strategy("0", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRecordDisruption || len(plan.Updates[0].Containers) != 0 {
+		t.Fatalf("updates %+v, want one record-only RecordDisruption", plan.Updates)
+	}
+	want := pods[0].Record
+	want.Write = &revision.Write{WasReady: true, Generation: pods[0].Record.Write.Generation}
+	if diff := cmp.Diff(want, plan.Updates[0].State); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	if pods[0].Record.Write.WasReady {
+		t.Error("Next changed the pod's record in place")
+	}
 }

@@ -285,7 +285,7 @@ func Compute(in Input) Result {
 // bookkeeping, and a plan of settles alone is no progress.
 func movesPods(updates []rollout.PodUpdate) bool {
 	for _, u := range updates {
-		if u.Action != rollout.ActionSettle {
+		if !u.RecordOnly() {
 			return true
 		}
 	}
