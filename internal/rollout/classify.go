@@ -265,17 +265,15 @@ func podReady(pod *corev1.Pod) bool {
 
 // Disrupted reports whether any SidecarSet's rollout disrupted pod and it is
 // not back yet (Pod.Disrupting for one of the records in state). latest maps
-// the existing sets' names to their latest Hash; the records of a set it
-// does not name (deleted) are left out. PodDisruptionBudgets are shared by every set, so a
-// pod one set disrupted is spent for all of them.
+// the existing sets' names to their latest Hash. A set it does not name was
+// deleted and settles nothing any more: its record counts only while its
+// write is in flight, which the kubelet ends. PodDisruptionBudgets are
+// shared by every set, so a pod one set disrupted is spent for all of them.
 func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string) bool {
 	for name, rec := range state {
 		hash, ok := latest[name]
-		if !ok {
-			// A deleted set: nothing settles its records any more.
-			continue
-		}
-		if Classify(pod, rec, Latest{Hash: hash}).Disrupting {
+		c := Classify(pod, rec, Latest{Hash: hash})
+		if (ok && c.Disrupting) || (!ok && c.Disrupting && c.Updating) {
 			return true
 		}
 	}

@@ -228,3 +228,56 @@ func TestClassifyPreviousImagelessHash(t *testing.T) {
 		t.Errorf("a pod injected by the previous release is upgradable across a change beyond images")
 	}
 }
+
+// TestDisrupted: what PodDisruptionBudgets count of a pod, over every set's
+// record; a deleted set's write counts while it is in flight.
+func TestDisrupted(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	written := func() *corev1.Pod {
+		pod := injectedPod("p01", v1)
+		plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+		if err != nil || len(plan.Updates) != 1 {
+			t.Fatalf("setup: plan %+v, err %v", plan, err)
+		}
+		applyUpdate(pod, plan.Updates[0])
+		return pod
+	}
+	exists := map[string]string{v2.Name: latest.Hash}
+	for _, tc := range []struct {
+		name   string
+		pod    func() *corev1.Pod
+		latest map[string]string
+		want   bool
+	}{
+		{"injected, never written", func() *corev1.Pod { return injectedPod("p01", v1) }, exists, false},
+		{"written while ready, kubelet not done", written, exists, true},
+		{"same, the set deleted: its write is in flight", written, map[string]string{}, true},
+		{"written, swapped, not ready yet", func() *corev1.Pod {
+			pod := written()
+			swap(pod)
+			setReady(pod, false)
+			return pod
+		}, exists, true},
+		{"same, the set deleted: its write is done", func() *corev1.Pod {
+			pod := written()
+			swap(pod)
+			setReady(pod, false)
+			return pod
+		}, map[string]string{}, false},
+		{"written, swapped and ready: back", func() *corev1.Pod {
+			pod := written()
+			swap(pod)
+			return pod
+		}, exists, false},
+	} {
+		pod := tc.pod()
+		state, err := revision.Decode(pod.Annotations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Disrupted(pod, state, tc.latest); got != tc.want {
+			t.Errorf("%s: Disrupted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
