@@ -79,6 +79,8 @@ type Node struct {
 	state      state
 	// exporterBin is the exporter, once an image asked for it.
 	exporterBin string
+	// locked: the node holds the machine's real-node lock until Stop.
+	locked bool
 }
 
 // state is what a later Start needs to tear a node down whose test was
@@ -125,6 +127,15 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("a real node needs root (containerd, runc, mounts, cgroups): run `make e2e` as root")
 	}
+	if err := acquire(ctx, opts.Output); err != nil {
+		return nil, err
+	}
+	// Held until Stop; given back here if Start fails.
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	kubelet := filepath.Join(opts.Assets, "kubelet")
 	if _, err := os.Stat(kubelet); err != nil {
 		return nil, fmt.Errorf("no kubelet in %s (run `hack/control-plane.sh kubelet`): %w", opts.Assets, err)
@@ -219,6 +230,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := n.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	n.locked = true
 	return n, nil
 }
 
@@ -368,6 +380,10 @@ func (n *Node) Stop() error {
 	errs = append(errs, killKubepods())
 	n.containerd.stop(10 * time.Second)
 	errs = append(errs, cleanUp(n.dir, n.state.Outside))
+	if n.locked {
+		n.locked = false
+		release()
+	}
 	return errors.Join(errs...)
 }
 
@@ -399,6 +415,10 @@ func cleanUp(dir string, outside []*outsidePath) error {
 // Start calls it; a test that checks what a node leaves behind calls it
 // before it looks.
 func RecoverLeftovers() error {
+	if err := acquire(context.Background(), os.Stderr); err != nil {
+		return err
+	}
+	defer release()
 	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), dirPattern+"*"))
 	if err != nil {
 		return err
