@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -19,9 +20,9 @@ import (
 // SidecarSet's matched pods.
 func TestInjectFromCluster(t *testing.T) {
 	f := newFixture(t)
-	f.createSet(f.sidecarSet("exporter:v1"))
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
 	// Let the webhook's cache see the set before pods are created below.
-	f.waitStatus("a first status", func(v1alpha1.SidecarSetStatus) bool { return true })
+	f.WaitStatus("a first status", func(v1alpha1.SidecarSetStatus) bool { return true })
 
 	configMap := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings   # kept as written\ndata: {a: b}"
 	input := fmt.Sprintf(`apiVersion: apps/v1
@@ -31,19 +32,19 @@ metadata:
 spec:
   replicas: 2
   selector:
-    matchLabels: {example.com/app: %[1]s}
+    matchLabels: {example.com/db: %[1]s}
   template:
     metadata:
-      labels: {example.com/app: %[1]s}
+      labels: {example.com/db: %[1]s}
     spec:
       terminationGracePeriodSeconds: 0
       containers:
       - name: app
-        image: web:1.0
+        image: mysql:8.4
 ---
 %[2]s
-`, f.ns, configMap)
-	r := execute(t, false, input, "inject", "-f", "-", "-n", f.ns)
+`, f.NS, configMap)
+	r := execute(t, false, input, "inject", "-f", "-", "-n", f.NS)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -51,7 +52,7 @@ spec:
 	if len(docs) != 2 || strings.TrimSpace(docs[1]) != configMap {
 		t.Fatalf("want the Deployment and the ConfigMap exactly as written, got:\n%s", r.out)
 	}
-	mustContain(t, r.errOut, `Warning: Deployment web: SidecarSet "`+f.set+`" container "exporter" image "exporter:v1" is a tag`)
+	mustContain(t, r.errOut, `Warning: Deployment web: SidecarSet "`+f.Set+`" container "exporter" image "exporter:v1" is a tag`)
 
 	deploy := &appsv1.Deployment{}
 	if err := yaml.UnmarshalStrict([]byte(docs[0]), deploy); err != nil {
@@ -60,26 +61,23 @@ spec:
 	if got := containerNames(deploy.Spec.Template.Spec.Containers); got != "exporter,app" {
 		t.Fatalf("template containers %s, want exporter,app", got)
 	}
-	deploy.Namespace = f.ns
-	if err := env.Client.Create(t.Context(), deploy); err != nil {
-		t.Fatalf("create the printed Deployment: %v", err)
-	}
-	f.waitPods("2 ready pods", func(pods []corev1.Pod) bool {
+	f.Create(deploy)
+	f.WaitPods("2 ready pods", func(pods []corev1.Pod) bool {
 		ready := 0
 		for _, p := range pods {
-			if podReady(&p) {
+			if fixture.PodReady(&p) {
 				ready++
 			}
 		}
 		return ready == 2
 	})
-	for _, p := range f.pods() {
+	for _, p := range f.Pods() {
 		if got := containerNames(p.Spec.Containers); got != "exporter,app" {
 			t.Errorf("pod %s has containers %s, want exporter,app: injected twice?", p.Name, got)
 		}
 		state, err := revision.Decode(p.Annotations)
-		if err != nil || state[f.set].Revision == "" {
-			t.Errorf("pod %s lacks the record of %s: %v", p.Name, f.set, err)
+		if err != nil || state[f.Set].Revision == "" {
+			t.Errorf("pod %s lacks the record of %s: %v", p.Name, f.Set, err)
 		}
 	}
 	f.complete(2)

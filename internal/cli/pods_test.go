@@ -11,42 +11,53 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
 func TestPods(t *testing.T) {
 	f := newFixture(t)
-	f.createSet(f.sidecarSet("exporter:v1"))
-	f.createPods(3)
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.CreatePods(3, nil, nil)
 	f.complete(3)
 
 	// The partition keeps two pods on v1: p01 moves to v2.
-	f.updateSet(func(s *v1alpha1.SidecarSet) {
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Partition = partition("2")
 		s.Spec.Containers[0].Image = "exporter:v2"
 	})
 	f.complete(1)
-	// A hand edit of p03's sidecar: drift.
+	// A hand edit of p03's sidecar to an older image: drift.
 	p03 := &corev1.Pod{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "p03"}, p03); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.NS, Name: "p03"}, p03); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(p03.DeepCopy())
 	for i := range p03.Spec.Containers {
 		if p03.Spec.Containers[i].Name == "exporter" {
-			p03.Spec.Containers[i].Image = "exporter:by-hand"
+			p03.Spec.Containers[i].Image = "exporter:v0"
 		}
 	}
 	if err := env.Client.Patch(t.Context(), p03, patch); err != nil {
 		t.Fatalf("hand-edit p03: %v", err)
 	}
+	// The rows below are compared with the pods' statuses read after the
+	// command: the kubelet must have acted on the edit before it runs (a
+	// real one takes a second or so to swap the container).
+	f.WaitPods("p03 running exporter:v0", func(pods []corev1.Pod) bool {
+		if len(pods) != 3 {
+			return false
+		}
+		st := fixture.ContainerStatus(&pods[2], "exporter")
+		return st.Image == "docker.io/library/exporter:v0" && st.Ready
+	})
 
-	r := ok(t, "pods", f.set)
+	r := ok(t, "pods", f.Set)
 	mustContain(t, r.out, "POD", "REVISION", "SIDECARS", "DECLARED", "RUNNING", "IMAGE-ID", "READY", "STATE")
-	pods := f.pods()
+	pods := f.Pods()
 	wantState := map[string]string{"p01": "updated", "p02": "old", "p03": "drifted"}
 	for _, p := range pods {
-		cells := row(t, r.out, f.ns+"/"+p.Name)
+		cells := row(t, r.out, f.NS+"/"+p.Name)
 		state, err := revision.Decode(p.Annotations)
 		if err != nil {
 			t.Fatal(err)
@@ -57,20 +68,20 @@ func TestPods(t *testing.T) {
 				st = s
 			}
 		}
-		want := []string{f.ns + "/" + p.Name, state[f.set].Revision, "exporter", image(&p, "exporter"),
+		want := []string{f.NS + "/" + p.Name, state[f.Set].Revision, "exporter", fixture.Image(&p, "exporter"),
 			st.Image, short(st.ImageID), cells[6], wantState[p.Name]}
 		if diff := cmp.Diff(want, cells); diff != "" {
 			t.Errorf("row of %s (-want +got):\n%s", p.Name, diff)
 		}
 	}
-	if cells := row(t, r.out, f.ns+"/p01"); cells[3] != "exporter:v2" || cells[4] != "docker.io/library/exporter:v2" || cells[6] != "true" {
+	if cells := row(t, r.out, f.NS+"/p01"); cells[3] != "exporter:v2" || cells[4] != "docker.io/library/exporter:v2" || cells[6] != "true" {
 		t.Errorf("p01 should declare and run exporter:v2 and be ready: %v", cells)
 	}
-	if a, b := row(t, r.out, f.ns+"/p01")[1], row(t, r.out, f.ns+"/p02")[1]; a == b || a != f.getSet().Status.LatestRevision {
-		t.Errorf("p01 should be on the latest revision %s and p02 on an older one; got %s and %s", f.getSet().Status.LatestRevision, a, b)
+	if a, b := row(t, r.out, f.NS+"/p01")[1], row(t, r.out, f.NS+"/p02")[1]; a == b || a != f.GetSet().Status.LatestRevision {
+		t.Errorf("p01 should be on the latest revision %s and p02 on an older one; got %s and %s", f.GetSet().Status.LatestRevision, a, b)
 	}
 
-	wide := ok(t, "pods", f.set, "-o", "wide")
+	wide := ok(t, "pods", f.Set, "-o", "wide")
 	mustContain(t, wide.out, "NODE", pods[0].Spec.NodeName)
 	for _, p := range pods {
 		for _, s := range p.Status.ContainerStatuses {
@@ -81,7 +92,7 @@ func TestPods(t *testing.T) {
 	}
 
 	var table metav1.Table
-	if err := json.Unmarshal([]byte(ok(t, "pods", f.set, "-o", "json").out), &table); err != nil {
+	if err := json.Unmarshal([]byte(ok(t, "pods", f.Set, "-o", "json").out), &table); err != nil {
 		t.Fatalf("-o json is not a Table: %v", err)
 	}
 	var states []string
@@ -93,11 +104,11 @@ func TestPods(t *testing.T) {
 	}
 
 	other := newFixture(t)
-	empty := ok(t, "pods", f.set, "-n", other.ns)
-	mustContain(t, empty.out, "No pods carry SidecarSet "+f.set+"'s record in namespace "+other.ns)
-	ns := ok(t, "pods", f.set, "-n", f.ns)
+	empty := ok(t, "pods", f.Set, "-n", other.NS)
+	mustContain(t, empty.out, "No pods carry SidecarSet "+f.Set+"'s record in namespace "+other.NS)
+	ns := ok(t, "pods", f.Set, "-n", f.NS)
 	if n := len(lines(ns.out)); n != 4 {
-		t.Errorf("-n %s: %d lines, want a header and 3 pods", f.ns, n)
+		t.Errorf("-n %s: %d lines, want a header and 3 pods", f.NS, n)
 	}
 }
 

@@ -29,13 +29,13 @@ func probeSets(t *testing.T) []string {
 
 func TestPreflight(t *testing.T) {
 	f := newFixture(t)
-	r := ok(t, "preflight", "-n", f.ns, "--timeout", "30s")
+	r := ok(t, "preflight", "-n", f.NS, "--timeout", "30s")
 	ls := lines(r.out)
 	if len(ls) != 3 {
 		t.Fatalf("want 3 lines, got:\n%s", r.out)
 	}
 	mustContain(t, ls[0], "SidecarSet validating webhook: answered (", `admission webhook "sidecarsets.sidecarset.dev" denied the request`, "spec.selector")
-	mustContain(t, ls[1], "pod mutating webhook: answered (", "injected probe SidecarSet sidecarset-preflight-", "into a dry-run pod in namespace "+f.ns)
+	mustContain(t, ls[1], "pod mutating webhook: answered (", "injected probe SidecarSet sidecarset-preflight-", "into a dry-run pod in namespace "+f.NS)
 	mustContain(t, ls[2], "preflight passed: both webhooks answer")
 	if left := probeSets(t); len(left) > 0 {
 		t.Errorf("probe SidecarSets left behind: %v", left)
@@ -60,7 +60,7 @@ func TestPreflightManagerDown(t *testing.T) {
 		}
 	}()
 
-	r := kubectl(t, false, "preflight", "-n", f.ns, "--timeout", "2s")
+	r := kubectl(t, false, "preflight", "-n", f.NS, "--timeout", "2s")
 	if !errors.Is(r.err, cli.ErrPreflight) {
 		t.Fatalf("error %v, want one wrapping ErrPreflight", r.err)
 	}

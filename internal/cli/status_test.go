@@ -15,19 +15,19 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/cli"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
 func TestStatus(t *testing.T) {
 	f := newFixture(t)
-	f.createSet(f.sidecarSet("exporter:v1"))
-	f.createPods(3)
-	set := f.complete(3)
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.CreatePods(3, nil, nil)
+	st := f.complete(3)
 
-	r := ok(t, "status", f.set)
+	r := ok(t, "status", f.Set)
 	mustContain(t, r.out, "NAME", "REVISION", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "NOT-UPGRADABLE", "DRIFTED", "UNMANAGED", "PAUSED")
-	st := set.Status
-	want := []string{f.set, st.LatestRevision, "3", "3", "3", "3", "0", "0", "0", "false"}
-	if diff := cmp.Diff(want, row(t, r.out, f.set)); diff != "" {
+	want := []string{f.Set, st.LatestRevision, "3", "3", "3", "3", "0", "0", "0", "false"}
+	if diff := cmp.Diff(want, row(t, r.out, f.Set)); diff != "" {
 		t.Errorf("status row (-want +got):\n%s", diff)
 	}
 	// The conditions table follows, one line per condition of the status.
@@ -35,7 +35,7 @@ func TestStatus(t *testing.T) {
 		found := false
 		for _, l := range lines(r.out) {
 			cells := strings.Fields(l)
-			if len(cells) > 4 && cells[0] == f.set && cells[1] == c.Type && cells[2] == string(c.Status) && cells[3] == c.Reason && strings.HasSuffix(l, c.Message) {
+			if len(cells) > 4 && cells[0] == f.Set && cells[1] == c.Type && cells[2] == string(c.Status) && cells[3] == c.Reason && strings.HasSuffix(l, c.Message) {
 				found = true
 			}
 		}
@@ -44,26 +44,26 @@ func TestStatus(t *testing.T) {
 		}
 	}
 
-	wide := ok(t, "status", f.set, "-o", "wide")
+	wide := ok(t, "status", f.Set, "-o", "wide")
 	mustContain(t, wide.out, "PARTITION", "MAX-UNAVAILABLE", "INJECTION-PAUSED", "OBSERVED", "AGE")
-	cells := row(t, wide.out, f.set)
+	cells := row(t, wide.out, f.Set)
 	if diff := cmp.Diff([]string{"0", "1", "false"}, cells[10:13]); diff != "" {
 		t.Errorf("wide columns partition, maxUnavailable, injection paused (-want +got):\n%s", diff)
 	}
 
 	var got v1alpha1.SidecarSet
-	j := ok(t, "status", f.set, "-o", "json")
+	j := ok(t, "status", f.Set, "-o", "json")
 	if err := json.Unmarshal([]byte(j.out), &got); err != nil {
 		t.Fatalf("-o json is not a SidecarSet: %v", err)
 	}
 	if got.Kind != "SidecarSet" || got.APIVersion != v1alpha1.GroupVersion.String() || got.Status.MatchedPods != 3 {
 		t.Errorf("-o json: kind %q apiVersion %q matchedPods %d", got.Kind, got.APIVersion, got.Status.MatchedPods)
 	}
-	y := ok(t, "status", f.set, "-o", "yaml")
+	y := ok(t, "status", f.Set, "-o", "yaml")
 	mustContain(t, y.out, "kind: SidecarSet", "matchedPods: 3")
 
 	all := ok(t, "status")
-	row(t, all.out, f.set)
+	row(t, all.out, f.Set)
 
 	for _, tc := range []struct {
 		args []string
@@ -72,7 +72,7 @@ func TestStatus(t *testing.T) {
 		{[]string{"status", "-o", "xml"}, `--output "xml": must be one of wide, json, yaml`},
 		{[]string{"status", "no-such-set"}, `get SidecarSet no-such-set`},
 		{[]string{"status", "-w"}, "give the SidecarSet's NAME"},
-		{[]string{"status", f.set, "-w", "-o", "json"}, "leave out --output"},
+		{[]string{"status", f.Set, "-w", "-o", "json"}, "leave out --output"},
 	} {
 		r := kubectl(t, false, tc.args...)
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
@@ -83,40 +83,40 @@ func TestStatus(t *testing.T) {
 
 func TestStatusWatch(t *testing.T) {
 	f := newFixture(t)
-	f.createSet(readyAfter(f.sidecarSet("exporter:v1"), 1))
-	f.createPods(3)
+	f.CreateSet(f.SidecarSet("exporter:v1", 1))
+	f.CreatePods(3, nil, nil)
 	f.complete(3)
 
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
-	r := ok(t, "status", f.set, "-w")
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+	r := ok(t, "status", f.Set, "-w")
 	ls := lines(r.out)
-	if len(ls) < 2 || !strings.HasPrefix(ls[len(ls)-1], f.set+": rollout complete: ") {
+	if len(ls) < 2 || !strings.HasPrefix(ls[len(ls)-1], f.Set+": rollout complete: ") {
 		t.Errorf("last line should say the rollout is complete:\n%s", r.out)
 	}
 	// One line per change, from the first pods to the last.
-	mustContain(t, r.out, f.set+": 0/3 updated and ready", f.set+": 3/3 updated and ready; 3 updated, 0 not ready\n")
+	mustContain(t, r.out, f.Set+": 0/3 updated and ready", f.Set+": 3/3 updated and ready; 3 updated, 0 not ready\n")
 	if strings.Contains(r.out, "\x1b") {
 		t.Errorf("plain output carries escape codes:\n%q", r.out)
 	}
-	for _, p := range f.pods() {
-		if got := image(&p, "exporter"); got != "exporter:v2" {
+	for _, p := range f.Pods() {
+		if got := fixture.Image(&p, "exporter"); got != "exporter:v2" {
 			t.Errorf("pod %s runs exporter %s after the watch ended, want exporter:v2", p.Name, got)
 		}
 	}
-	if st := f.getSet().Status; st.UpdatedReadyPods != 3 || condition(st, v1alpha1.ConditionComplete) != metav1.ConditionTrue {
+	if st := f.GetSet().Status; st.UpdatedReadyPods != 3 || fixture.Condition(st, v1alpha1.ConditionComplete) != metav1.ConditionTrue {
 		t.Errorf("watch ended before the cluster's status said complete: %+v", st)
 	}
 
 	t.Run("terminal", func(t *testing.T) {
-		f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v3" })
-		r := kubectl(t, true, "status", f.set, "-w")
+		f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v3" })
+		r := kubectl(t, true, "status", f.Set, "-w")
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
 		// The bar: brackets, fill, the counts beside it, redrawn in place
 		// (cursor up, erase) as the rollout moves.
-		mustContain(t, r.out, f.set+"  [", "=", "]  3/3 updated and ready; 3 updated, 0 not ready", "\x1b[", f.set+": rollout complete")
-		if got := image(&f.pods()[0], "exporter"); got != "exporter:v3" {
+		mustContain(t, r.out, f.Set+"  [", "=", "]  3/3 updated and ready; 3 updated, 0 not ready", "\x1b[", f.Set+": rollout complete")
+		if got := fixture.Image(&f.Pods()[0], "exporter"); got != "exporter:v3" {
 			t.Errorf("pod p01 runs exporter %s, want exporter:v3", got)
 		}
 	})
@@ -124,16 +124,16 @@ func TestStatusWatch(t *testing.T) {
 
 func TestStatusWatchStalled(t *testing.T) {
 	f := newFixture(t)
-	set := f.sidecarSet("exporter:v1")
+	set := f.SidecarSet("exporter:v1", 0)
 	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = ptr.To[int32](2)
-	f.createSet(set)
-	f.createPods(2)
+	f.CreateSet(set)
+	f.CreatePods(2, nil, nil)
 	f.complete(2)
 
 	// The simulated registry never serves a "pull-fails" image: the first
 	// pod updated never becomes ready, and the rollout stalls.
-	f.updateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
-	r := kubectl(t, false, "status", f.set, "-w")
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
+	r := kubectl(t, false, "status", f.Set, "-w")
 	if !errors.Is(r.err, cli.ErrStalled) {
 		t.Fatalf("error %v, want one wrapping ErrStalled", r.err)
 	}
@@ -142,8 +142,8 @@ func TestStatusWatchStalled(t *testing.T) {
 
 	// The controller pauses a stalled rollout right after saying so.
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		got := f.getSet()
-		return got.Spec.UpdateStrategy.Paused && condition(got.Status, v1alpha1.ConditionStalled) == metav1.ConditionTrue, nil
+		got := f.GetSet()
+		return got.Spec.UpdateStrategy.Paused && fixture.Condition(got.Status, v1alpha1.ConditionStalled) == metav1.ConditionTrue, nil
 	})
 	if err != nil {
 		t.Errorf("cluster: want the stalled rollout paused with Stalled=True: %v", err)

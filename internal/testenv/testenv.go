@@ -220,21 +220,29 @@ func (e *Env) startControllerManager(assets string, out io.Writer) error {
 	return nil
 }
 
+// StopControllerManager stops kube-controller-manager and waits until it is
+// gone; it does nothing when none runs. Pods deleted afterwards stay
+// deleted: no ReplicaSet or StatefulSet controller creates them again.
+func (e *Env) StopControllerManager() {
+	if e.kcm == nil {
+		return
+	}
+	// A negative pid signals the whole process group.
+	_ = syscall.Kill(-e.kcm.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-e.kcmExited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-e.kcm.Process.Pid, syscall.SIGKILL)
+		<-e.kcmExited
+	}
+	e.kcm = nil
+}
+
 // Stop stops every process Start started, the controller manager first, and
 // removes their files.
 func (e *Env) Stop() error {
 	var errs []error
-	if e.kcm != nil {
-		// A negative pid signals the whole process group.
-		_ = syscall.Kill(-e.kcm.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-e.kcmExited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-e.kcm.Process.Pid, syscall.SIGKILL)
-			<-e.kcmExited
-		}
-		e.kcm = nil
-	}
+	e.StopControllerManager()
 	if e.env != nil {
 		if err := e.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop etcd and kube-apiserver: %w", err))
