@@ -68,8 +68,10 @@ verify:
 	cd test/chart && $(GO) vet ./... && $(GO) mod tidy -diff
 	hack/verify-generated.sh
 
-## playground: the local environment and its demo; PLAYGROUND_FLAGS="--demo=false" skips the demo.
+## playground: the local environment and its demo; PLAYGROUND_FLAGS="--demo=false" skips the demo,
+## PLAYGROUND_FLAGS="--node-kind=real" runs a real node (root; builds the kubelet first).
 playground: control-plane
+	$(if $(findstring --node-kind=real,$(PLAYGROUND_FLAGS)),@hack/control-plane.sh kubelet >/dev/null)
 	$(GO) build -o bin/sidecarset-playground ./cmd/sidecarset-playground
 	$(GO) build -o bin/kubectl-sidecarset ./cmd/kubectl-sidecarset
 	ln -sf "$(ASSETS)/kubectl" bin/kubectl

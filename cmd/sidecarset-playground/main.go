@@ -1,12 +1,15 @@
 // Command sidecarset-playground runs a local all-in-one environment: a real
 // kube-apiserver, etcd and kube-controller-manager on loopback, simulated
-// nodes, and the sidecarset manager with its webhooks, plus a guided demo.
+// nodes or one real node, and the sidecarset manager with its webhooks, plus
+// a guided demo.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,13 +25,21 @@ import (
 )
 
 const usage = `sidecarset-playground starts a local Kubernetes control plane with simulated
-nodes and the sidecarset manager, writes a kubeconfig for it, and runs a demo.
+nodes (or one real node) and the sidecarset manager, writes a kubeconfig for
+it, and runs a demo.
 
 It needs the control-plane binaries in $KUBEBUILDER_ASSETS; 'make playground'
 builds them (once, several minutes) and sets it.
 
+--node-kind=simulated (the default) needs no privileges, starts in seconds,
+runs any number of nodes, and fails images on purpose by their names.
+--node-kind=real runs one real node: the kubelet ('hack/control-plane.sh
+kubelet' builds it), containerd and runc from Debian, real containers of
+locally built images; it needs root.
+
 Examples:
   make playground
+  make playground PLAYGROUND_FLAGS=--node-kind=real
   KUBEBUILDER_ASSETS=$(hack/control-plane.sh) bin/sidecarset-playground --demo=false --kubeconfig /tmp/pg.kubeconfig
   kubectl --kubeconfig /tmp/pg.kubeconfig get sidecarsets
 
@@ -36,26 +47,15 @@ Flags:
 `
 
 func main() {
-	opts := playground.Options{Out: os.Stdout}
-	// Its own flag set: controller-runtime registers a global --kubeconfig
-	// meaning the cluster to connect to, not the file to write.
-	fs := flag.NewFlagSet("sidecarset-playground", flag.ExitOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
+	opts, verbose, err := parseFlags(os.Args[1:], os.Geteuid(), os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
 	}
-	fs.StringVar(&opts.KubeConfig, "kubeconfig", "playground.kubeconfig", "where to write the kubeconfig once everything answers (removed on exit)")
-	fs.IntVar(&opts.Nodes, "nodes", 3, "how many simulated nodes to run")
-	fs.BoolVar(&opts.Demo, "demo", true, "run the guided demo once the environment is up")
-	verbose := fs.Bool("verbose", false, "show the control plane's and the manager's logs")
-	_ = fs.Parse(os.Args[1:])
-	if opts.Nodes < 1 {
-		fmt.Fprintln(os.Stderr, "--nodes must be at least 1")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sidecarset-playground:", err)
 		os.Exit(2)
 	}
-	if abs, err := filepath.Abs(opts.KubeConfig); err == nil {
-		opts.KubeConfig = abs
-	}
+	opts.Out = os.Stdout
 	// make playground builds kubectl-sidecarset (and links kubectl) next to
 	// this binary.
 	if exe, err := os.Executable(); err == nil {
@@ -65,8 +65,8 @@ func main() {
 		}
 	}
 
-	level := zap.Level(zapLevel(*verbose))
-	if *verbose {
+	level := zap.Level(zapLevel(verbose))
+	if verbose {
 		opts.Log = os.Stderr
 	}
 	logger := zap.New(zap.WriteTo(os.Stderr), level)
@@ -80,6 +80,46 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sidecarset-playground:", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags reads the command line of a process whose effective user ID is
+// euid, and checks it (playground.Options.Check). Usage and parse errors go
+// to errOut.
+func parseFlags(args []string, euid int, errOut io.Writer) (_ playground.Options, verbose bool, _ error) {
+	var opts playground.Options
+	// Its own flag set: controller-runtime registers a global --kubeconfig
+	// meaning the cluster to connect to, not the file to write.
+	fs := flag.NewFlagSet("sidecarset-playground", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&opts.KubeConfig, "kubeconfig", "playground.kubeconfig", "where to write the kubeconfig once everything answers (removed on exit)")
+	kind := fs.String("node-kind", string(playground.Simulated), "what runs the pods: simulated nodes, or one real node (needs root)")
+	fs.IntVar(&opts.Nodes, "nodes", 3, "how many simulated nodes to run (a real node is one)")
+	fs.BoolVar(&opts.Demo, "demo", true, "run the guided demo once the environment is up")
+	fs.BoolVar(&opts.ExitAfterDemo, "exit-after-demo", false, "stop everything once the demo is done; exit 1 if a step failed")
+	fs.BoolVar(&verbose, "verbose", false, "show the control plane's, the nodes' and the manager's logs")
+	if err := fs.Parse(args); err != nil {
+		return opts, false, err
+	}
+	if fs.NArg() > 0 {
+		return opts, false, fmt.Errorf("unexpected argument %q: every option is a flag (see --help)", fs.Arg(0))
+	}
+	opts.NodeKind = playground.NodeKind(*kind)
+	nodesSet := false
+	fs.Visit(func(f *flag.Flag) { nodesSet = nodesSet || f.Name == "nodes" })
+	if opts.NodeKind == playground.Real && !nodesSet {
+		opts.Nodes = 1
+	}
+	if err := opts.Check(euid); err != nil {
+		return opts, false, err
+	}
+	if abs, err := filepath.Abs(opts.KubeConfig); err == nil {
+		opts.KubeConfig = abs
+	}
+	return opts, verbose, nil
 }
 
 // zapLevel keeps the manager quiet unless asked: the demo's output is what

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/cli"
+	"github.com/sidecarset/sidecarset/internal/realnode"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -29,19 +30,41 @@ const (
 	demoReplicas  = 12
 )
 
+// The demo's images.
+const (
+	imageMySQL      = "mysql:8.4"
+	imageExporter   = "prom/mysqld-exporter:v0.15.1"
+	imageExporterV2 = "prom/mysqld-exporter:v0.16.0"
+	// imageHandEdited is what someone sets a sidecar to by hand.
+	imageHandEdited = "prom/mysqld-exporter:hand-edited"
+)
+
+// realImages are the demo's images as a real node imports them: busybox,
+// each with /version holding its tag; the exporter's run the project's
+// exporter (test/images/exporter), serving on the port the demo probes.
+func realImages() []realnode.Image {
+	images := []realnode.Image{{Ref: imageMySQL, Version: "8.4"}}
+	for _, ref := range []string{imageExporter, imageExporterV2, imageHandEdited} {
+		images = append(images, realnode.Image{Ref: ref, Version: ref[strings.LastIndex(ref, ":")+1:], Exporter: true})
+	}
+	return images
+}
+
 // demo tells the story of the project's source article on screen: a
 // 12-replica database, a sidecar declared with partition 100%, a rollout
 // walked down step by step, a hand edit detected as drift, and a non-image
 // change counted as not upgradable. Each step prints the command a user
-// would type against the same kubeconfig.
+// would type against the same kubeconfig. On a real node (realNode) the
+// pods are fitted to it (realnode.FitPod).
 type demo struct {
 	c          client.Client
 	out        io.Writer
 	kubeconfig string
+	realNode   bool
 }
 
-func runDemo(ctx context.Context, env *testenv.Env, out io.Writer, kubeconfig string) error {
-	d := &demo{c: env.Client, out: out, kubeconfig: kubeconfig}
+func runDemo(ctx context.Context, env *testenv.Env, out io.Writer, kubeconfig string, realNode bool) error {
+	d := &demo{c: env.Client, out: out, kubeconfig: kubeconfig, realNode: realNode}
 	steps := []struct {
 		title string
 		run   func(context.Context) error
@@ -79,23 +102,27 @@ func (d *demo) namespace(ctx context.Context) error {
 }
 
 func (d *demo) declare(ctx context.Context) error {
+	exporter := corev1.Container{
+		Name:  "exporter",
+		Image: imageExporter,
+		// The probe's initial delay makes the one-pod-at-a-time pace
+		// visible.
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9104)}},
+			InitialDelaySeconds: 1,
+			PeriodSeconds:       1,
+		},
+	}
+	if d.realNode {
+		realnode.FitContainer(&exporter)
+	}
 	set := &v1alpha1.SidecarSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SidecarSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: demoSet},
 		Spec: v1alpha1.SidecarSetSpec{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/managed": "true"}},
 			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/mysql": "true"}},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{
-				Name:  "exporter",
-				Image: "prom/mysqld-exporter:v0.15.1",
-				// The simulated kubelet honours the probe's initial delay,
-				// so the one-pod-at-a-time pace is visible.
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9104)}},
-					InitialDelaySeconds: 1,
-					PeriodSeconds:       1,
-				},
-			}}},
+			Containers:        []v1alpha1.SidecarContainer{{Container: exporter}},
 			UpdateStrategy: v1alpha1.UpdateStrategy{
 				Partition:      ptr.To(intstr.FromString("100%")),
 				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
@@ -121,13 +148,16 @@ func (d *demo) database(ctx context.Context) error {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "mysql", Image: "mysql:8.4",
+					Name: "mysql", Image: imageMySQL,
 					Resources: corev1.ResourceRequirements{},
 				}}},
 			},
 		},
 	}
-	d.say("kubectl -n demo create statefulset ... (12 replicas of mysql:8.4, labels example.com/mysql=true)")
+	if d.realNode {
+		realnode.FitPod(&sts.Spec.Template.Spec)
+	}
+	d.say("kubectl -n demo create statefulset ... (12 replicas of " + imageMySQL + ", labels example.com/mysql=true)")
 	if err := ignoreExists(d.c.Create(ctx, sts)); err != nil {
 		return err
 	}
@@ -150,8 +180,9 @@ func (d *demo) database(ctx context.Context) error {
 }
 
 func (d *demo) newImage(ctx context.Context) error {
-	d.say(`kubectl patch sidecarset mysql-exporter --type=json -p '[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:v0.16.0"}]'`)
-	if err := d.patchSet(ctx, `[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:v0.16.0"}]`); err != nil {
+	patch := `[{"op":"replace","path":"/spec/containers/0/image","value":"` + imageExporterV2 + `"}]`
+	d.say(`kubectl patch sidecarset mysql-exporter --type=json -p '` + patch + `'`)
+	if err := d.patchSet(ctx, patch); err != nil {
 		return err
 	}
 	if err := d.waitStatus(ctx, "the new revision observed", func(s v1alpha1.SidecarSetStatus) bool {
@@ -200,9 +231,9 @@ func (d *demo) rollout(ctx context.Context) error {
 }
 
 func (d *demo) drift(ctx context.Context) error {
-	d.say(`kubectl -n demo patch pod mysql-3 --type=json -p '[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:hand-edited"}]'`)
+	patch := `[{"op":"replace","path":"/spec/containers/0/image","value":"` + imageHandEdited + `"}]`
+	d.say(`kubectl -n demo patch pod mysql-3 --type=json -p '` + patch + `'`)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "mysql-3"}}
-	patch := `[{"op":"replace","path":"/spec/containers/0/image","value":"prom/mysqld-exporter:hand-edited"}]`
 	if err := d.c.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Package playground runs the local all-in-one environment: a real
 // kube-apiserver, etcd and kube-controller-manager on loopback, simulated
-// nodes, and the sidecarset manager with its webhooks registered against
-// that apiserver.
+// nodes or one real node, and the sidecarset manager with its webhooks
+// registered against that apiserver.
 package playground
 
 import (
@@ -10,10 +10,26 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sidecarset/sidecarset/internal/kubeletsim"
+	"github.com/sidecarset/sidecarset/internal/realnode"
 	"github.com/sidecarset/sidecarset/internal/stack"
+)
+
+// NodeKind says what runs the playground's pods.
+type NodeKind string
+
+const (
+	// Simulated nodes (internal/kubeletsim) play the kubelet's part: they
+	// start in a second, need no privileges, and images whose names say so
+	// fail on purpose.
+	Simulated NodeKind = "simulated"
+	// Real is one real node (internal/realnode): the kubelet, containerd
+	// and runc running real containers of locally built images. It needs
+	// root on Debian.
+	Real NodeKind = "real"
 )
 
 // Options configure the playground.
@@ -21,10 +37,15 @@ type Options struct {
 	// KubeConfig is where the administrator kubeconfig is written once
 	// everything answers; it is removed on exit.
 	KubeConfig string
-	// Nodes is how many simulated nodes run.
+	// NodeKind says what runs the pods; empty means Simulated.
+	NodeKind NodeKind
+	// Nodes is how many nodes run: any number of simulated ones, one real.
 	Nodes int
 	// Demo runs the guided demo once the environment is up.
 	Demo bool
+	// ExitAfterDemo stops everything once the demo is done, instead of
+	// running until interrupted; Run then fails if a demo step failed.
+	ExitAfterDemo bool
 	// BinDir, when set, holds kubectl and kubectl-sidecarset for the user
 	// (make playground puts them there).
 	BinDir string
@@ -34,17 +55,54 @@ type Options struct {
 	Log io.Writer
 }
 
+// Check says what is wrong with opts, named by the command's flags, for a
+// process whose effective user ID is euid.
+func (o Options) Check(euid int) error {
+	switch o.NodeKind {
+	case "", Simulated:
+		if o.Nodes < 1 {
+			return fmt.Errorf("--nodes %d: must be at least 1", o.Nodes)
+		}
+	case Real:
+		if o.Nodes != 1 {
+			return fmt.Errorf("--nodes %d: --node-kind=real runs one node", o.Nodes)
+		}
+		if euid != 0 {
+			return errors.New("--node-kind=real runs a real kubelet, containerd and runc, which need root " +
+				"(mounts, cgroups, network namespaces): run it as root, or use --node-kind=simulated")
+		}
+	default:
+		return fmt.Errorf("--node-kind=%s: want %s or %s", o.NodeKind, Simulated, Real)
+	}
+	if o.ExitAfterDemo && !o.Demo {
+		return errors.New("--exit-after-demo needs the demo: leave out --demo=false")
+	}
+	return nil
+}
+
 // Run starts everything, writes the kubeconfig, runs the demo if asked, and
-// keeps running until ctx is done; then it stops everything it started.
+// keeps running until ctx is done (or the demo is, with ExitAfterDemo); then
+// it stops everything it started, a real node before the control plane.
 func Run(ctx context.Context, opts Options) (err error) {
-	step := newStepper(opts.Out)
-	step.start(fmt.Sprintf("starting etcd, kube-apiserver, kube-controller-manager, %d simulated nodes "+
-		"and sidecarset-manager with its webhooks (TLS, generated certificates) on loopback", opts.Nodes))
-	sys, err := stack.Start(ctx, stack.Options{
+	if err := opts.Check(os.Geteuid()); err != nil {
+		return err
+	}
+	realNode := opts.NodeKind == Real
+	nodes := fmt.Sprintf("%d simulated nodes", opts.Nodes)
+	stackOpts := stack.Options{
 		ControllerManager: true,
 		Sim:               kubeletsim.Options{Nodes: opts.Nodes},
 		Output:            opts.Log,
-	})
+	}
+	if realNode {
+		nodes = "a real node (kubelet, containerd and runc; images built locally)"
+		stackOpts.Sim = kubeletsim.Options{}
+		stackOpts.RealNode, stackOpts.RealImages = true, realImages()
+	}
+	step := newStepper(opts.Out)
+	step.start(fmt.Sprintf("starting etcd, kube-apiserver, kube-controller-manager, %s "+
+		"and sidecarset-manager with its webhooks (TLS, generated certificates) on loopback", nodes))
+	sys, err := stack.Start(ctx, stackOpts)
 	if err != nil {
 		return err
 	}
@@ -70,18 +128,44 @@ The playground is up. In another terminal:
   export KUBECONFIG=%s
 %s  kubectl get nodes
   kubectl sidecarset status
-
+%s
 Press Ctrl-C to stop everything.
-`, opts.KubeConfig, path)
+`, opts.KubeConfig, path, realNodeNote(realNode))
 
 	if opts.Demo {
-		if err := runDemo(ctx, env, opts.Out, opts.KubeConfig); err != nil && ctx.Err() == nil {
+		err := runDemo(ctx, env, opts.Out, opts.KubeConfig, realNode)
+		switch {
+		case ctx.Err() != nil:
+		case opts.ExitAfterDemo:
+			if err != nil {
+				return fmt.Errorf("the demo stopped: %w", err)
+			}
+			fmt.Fprintln(opts.Out, "\nStopping (--exit-after-demo).")
+			return nil
+		case err != nil:
 			fmt.Fprintf(opts.Out, "\nThe demo stopped: %v\nThe playground keeps running.\n", err)
 		}
 	}
 	<-ctx.Done()
 	fmt.Fprintln(opts.Out, "\nStopping.")
 	return nil
+}
+
+// realNodeNote tells how a user's own pods run on the real node.
+func realNodeNote(realNode bool) string {
+	if !realNode {
+		return ""
+	}
+	var refs []string
+	for _, im := range realImages() {
+		refs = append(refs, im.Ref)
+	}
+	return fmt.Sprintf(`
+Pods run on the real node %q. No scheduler runs and nothing is pulled: give
+your pods spec.nodeName: %s, imagePullPolicy: Never and one of the node's
+images (%s; busybox with /version holding the tag, the exporters serving on
+port 9104).
+`, realnode.NodeName, realnode.NodeName, strings.Join(refs, ", "))
 }
 
 // stepper prints each startup step and how long it took, so a slow start

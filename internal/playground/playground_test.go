@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/playground"
 	"github.com/sidecarset/sidecarset/internal/scheme"
 )
@@ -40,15 +41,21 @@ func (b *syncBuffer) String() string {
 
 // TestPlaygroundWithDemo runs the playground as `make playground` does: it
 // must come up, write a kubeconfig that works, tell the whole demo without
-// a failed step, and on interrupt stop and remove the kubeconfig.
+// a failed step, and on interrupt stop and remove the kubeconfig. It runs on
+// two simulated nodes, or on a real node with SIDECARSET_NODES=real (as
+// root).
 func TestPlaygroundWithDemo(t *testing.T) {
+	kind, nodes := playground.Simulated, 2
+	if os.Getenv(fixture.NodesEnv) == string(fixture.Real) {
+		kind, nodes = playground.Real, 1
+	}
 	kubeconfig := filepath.Join(t.TempDir(), "playground.kubeconfig")
 	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- playground.Run(ctx, playground.Options{KubeConfig: kubeconfig, Nodes: 2, Demo: true, Out: out})
+		done <- playground.Run(ctx, playground.Options{KubeConfig: kubeconfig, NodeKind: kind, Nodes: nodes, Demo: true, Out: out})
 	}()
 
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
@@ -86,9 +93,9 @@ func TestPlaygroundWithDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nodes corev1.NodeList
-	if err := c.List(t.Context(), &nodes); err != nil || len(nodes.Items) != 2 {
-		t.Errorf("nodes through the kubeconfig: %d, %v; want 2", len(nodes.Items), err)
+	var nodeList corev1.NodeList
+	if err := c.List(t.Context(), &nodeList); err != nil || len(nodeList.Items) != nodes {
+		t.Errorf("nodes through the kubeconfig: %d, %v; want %d", len(nodeList.Items), err, nodes)
 	}
 	set := &v1alpha1.SidecarSet{}
 	if err := c.Get(t.Context(), client.ObjectKey{Name: "mysql-exporter"}, set); err != nil || set.Status.NotUpgradablePods != 12 {

@@ -1,7 +1,8 @@
 // Package stack starts the whole local system in one call: a real control
 // plane (internal/testenv) with the webhook configurations installed,
-// simulated nodes (internal/kubeletsim), and the sidecarset manager serving
-// the webhooks. Integration tests and the playground run the same stack.
+// simulated nodes (internal/kubeletsim) or a real node (internal/realnode),
+// and the sidecarset manager serving the webhooks. Integration tests and the
+// playground run the same stack.
 package stack
 
 import (
@@ -9,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"sync"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/internal/kubeletsim"
 	"github.com/sidecarset/sidecarset/internal/manager"
+	"github.com/sidecarset/sidecarset/internal/realnode"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -31,13 +35,23 @@ type Options struct {
 	// Output receives the control plane's logs; nil discards them.
 	Output io.Writer
 	// APIServerFlags are extra kube-apiserver flags (a real node needs
-	// realnode.APIServerFlags).
+	// realnode.APIServerFlags; RealNode sets them).
 	APIServerFlags map[string]string
+	// RealNode starts one real node (internal/realnode: the kubelet,
+	// containerd and runc) once the control plane answers, with the
+	// kube-apiserver flags it needs. It needs root and the kubelet in
+	// KUBEBUILDER_ASSETS; its logs go to Output.
+	RealNode bool
+	// RealImages are the images the real node imports; its pods can run no
+	// others.
+	RealImages []realnode.Image
 }
 
 // Stack is a running local system.
 type Stack struct {
 	Env *testenv.Env
+	// Node is the real node; nil unless Options.RealNode.
+	Node *realnode.Node
 
 	stopSim context.CancelFunc
 	simDone chan struct{}
@@ -48,9 +62,19 @@ type Stack struct {
 	mgrOption manager.Options
 }
 
-// Start starts the control plane, the simulated nodes and the manager, and
-// returns once all answer. Stop it with Stop.
+// Start starts the control plane, the nodes and the manager, and returns
+// once all answer. Stop it with Stop.
 func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	apiserverFlags := maps.Clone(opts.APIServerFlags)
+	if opts.RealNode {
+		if os.Geteuid() != 0 {
+			return nil, errors.New("a real node runs a kubelet, containerd and runc and needs root")
+		}
+		if apiserverFlags == nil {
+			apiserverFlags = map[string]string{}
+		}
+		maps.Copy(apiserverFlags, realnode.APIServerFlags())
+	}
 	hooks, err := testenv.WebhookOptions(opts.FailurePolicy)
 	if err != nil {
 		return nil, err
@@ -59,7 +83,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		ControllerManager: opts.ControllerManager,
 		Webhooks:          hooks,
 		Output:            opts.Output,
-		APIServerFlags:    opts.APIServerFlags,
+		APIServerFlags:    apiserverFlags,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the control plane: %w", err)
@@ -83,6 +107,21 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}()
 		if err := sim.Ready(ctx); err != nil {
 			return nil, fmt.Errorf("start the simulated nodes: %w", err)
+		}
+	}
+	if opts.RealNode {
+		assets, err := testenv.Assets()
+		if err != nil {
+			return nil, err
+		}
+		s.Node, err = realnode.Start(ctx, realnode.Options{
+			Assets:     assets,
+			KubeConfig: env.KubeConfig,
+			Images:     opts.RealImages,
+			Output:     opts.Output,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start the real node: %w", err)
 		}
 	}
 	if err := s.StartManager(); err != nil {
@@ -123,7 +162,9 @@ func (s *Stack) StopManager() {
 }
 
 // Stop stops everything Start started, the manager first and the control
-// plane last.
+// plane last. A real node stops after kube-controller-manager and before the
+// apiserver: it deletes its pods through the apiserver, and no workload
+// controller may create them again.
 func (s *Stack) Stop() error {
 	s.StopManager()
 	if s.stopSim != nil {
@@ -131,7 +172,13 @@ func (s *Stack) Stop() error {
 		<-s.simDone
 		s.stopSim = nil
 	}
-	return s.Env.Stop()
+	var errs []error
+	if s.Node != nil {
+		s.Env.StopControllerManager()
+		errs = append(errs, s.Node.Stop())
+		s.Node = nil
+	}
+	return errors.Join(append(errs, s.Env.Stop())...)
 }
 
 // TestOptions are what the whole-loop test suites run: kube-controller-manager
