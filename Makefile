@@ -29,12 +29,14 @@ test: control-plane
 ## e2e: the end-to-end tests on a real node (the kubelet built from source,
 ## containerd and runc from Debian); needs root on Debian. The first run builds
 ## the kubelet and installs the packages. test/e2e holds what only a real node
-## shows; then the whole-loop suite runs again, on the real node. One real
-## node at a time: the packages run one after the other.
+## shows; then the whole-loop suite and the command-line tests run again, on
+## the real node. One real node at a time: the packages run one after the
+## other.
 e2e:
 	@hack/control-plane.sh kubelet >/dev/null
 	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -tags e2e $(TEST_FLAGS) ./test/e2e/...
 	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/...
+	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./internal/cli/...
 
 ## bench: the benchmarks; results go to bench/results/.
 bench: control-plane
