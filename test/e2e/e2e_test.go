@@ -6,10 +6,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/realnode"
 	"github.com/sidecarset/sidecarset/internal/stack"
 	"github.com/sidecarset/sidecarset/internal/testenv"
@@ -55,7 +54,7 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 			t.Errorf("the node left this behind on the machine (-before +after):\n%s", diff)
 		}
 	})
-	logs := &syncBuffer{}
+	logs := &fixture.Logs{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("control plane and node logs:\n%s", logs.String())
@@ -253,22 +252,4 @@ func allReady(p *corev1.Pod, image string, n int) bool {
 		}
 	}
 	return true
-}
-
-// syncBuffer collects the logs of several processes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
