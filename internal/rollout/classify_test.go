@@ -24,17 +24,7 @@ func TestClassify(t *testing.T) {
 	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
 	latest := NewLatest(v2)
 
-	// written returns a pod injected with v1 that the controller then moved
-	// to v2; the kubelet has not acted yet.
-	written := func() *corev1.Pod {
-		pod := injectedPod("p01", v1)
-		plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-		if err != nil || len(plan.Updates) != 1 {
-			t.Fatalf("setup: plan %+v, err %v", plan, err)
-		}
-		applyUpdate(pod, plan.Updates[0])
-		return pod
-	}
+	written := func() *corev1.Pod { return writtenPod(t, v1, latest) }
 
 	tests := []struct {
 		name   string
@@ -234,15 +224,7 @@ func TestClassifyPreviousImagelessHash(t *testing.T) {
 func TestDisrupted(t *testing.T) {
 	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
 	latest := NewLatest(v2)
-	written := func() *corev1.Pod {
-		pod := injectedPod("p01", v1)
-		plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-		if err != nil || len(plan.Updates) != 1 {
-			t.Fatalf("setup: plan %+v, err %v", plan, err)
-		}
-		applyUpdate(pod, plan.Updates[0])
-		return pod
-	}
+	written := func() *corev1.Pod { return writtenPod(t, v1, latest) }
 	exists := map[string]string{v2.Name: latest.Hash}
 	for _, tc := range []struct {
 		name   string
@@ -280,4 +262,17 @@ func TestDisrupted(t *testing.T) {
 			t.Errorf("%s: Disrupted = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// writtenPod returns a pod injected with from that the controller then moved
+// to latest; the kubelet has not acted yet.
+func writtenPod(t *testing.T, from *v1alpha1.SidecarSet, latest Latest) *corev1.Pod {
+	t.Helper()
+	pod := injectedPod("p01", from)
+	plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	if err != nil || len(plan.Updates) != 1 {
+		t.Fatalf("setup: plan %+v, err %v", plan, err)
+	}
+	applyUpdate(pod, plan.Updates[0])
+	return pod
 }
