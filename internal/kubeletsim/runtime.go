@@ -131,6 +131,8 @@ type podRuntime struct {
 	initialized bool            // every init container has done its part once
 	phase       corev1.PodPhase // Succeeded or Failed once the pod is done; empty before
 	deleteSent  bool            // the final delete was sent
+	generation  int64           // the pod generation last acted on; 0 before the first sync
+	actAt       time.Time       // when a newer generation is acted on (SyncDelay); zero: none waits
 	containers  map[string]*container
 }
 

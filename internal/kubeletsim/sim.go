@@ -96,10 +96,12 @@ type Options struct {
 	// instant. Readiness comes after that, once each container's
 	// readinessProbe.initialDelaySeconds has passed (at once without a probe).
 	StartDelay time.Duration
-	// SyncDelay is how long a node takes to act on a change of a pod it
-	// runs, as a kubelet's pod worker does before it syncs, and a container
-	// stopping within its grace period after that; zero: at once. Until
-	// then the pod's status shows what ran before the change.
+	// SyncDelay is how long a node takes to act on a change of a pod's
+	// spec, as a kubelet does while its pod worker gets to the pod and the
+	// container it replaces stops within its grace period; zero: at once.
+	// Like the kubelet, which publishes a sync's status before it acts on
+	// the spec, the node reports the new generation observed at once,
+	// while the status still shows what ran before the change until then.
 	SyncDelay time.Duration
 	// CompletesAfter is how long a container whose repository contains
 	// "completes" runs before it exits 0; default 1s.
@@ -368,16 +370,8 @@ func (s *Sim) startInformers(ctx context.Context) ([]informers.SharedInformerFac
 		}
 	}
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueuePod,
-		UpdateFunc: func(old, obj any) {
-			o, ok1 := old.(*corev1.Pod)
-			n, ok2 := obj.(*corev1.Pod)
-			if ok1 && ok2 && s.opts.SyncDelay > 0 && o.Generation != n.Generation && s.byName[n.Spec.NodeName] != nil {
-				s.podQueue.AddAfter(cache.ObjectName{Namespace: n.Namespace, Name: n.Name}, s.opts.SyncDelay)
-				return
-			}
-			enqueuePod(obj)
-		},
+		AddFunc:    enqueuePod,
+		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
 		DeleteFunc: enqueuePod,
 	}); err != nil {
 		return nil, fmt.Errorf("kubeletsim: watch pods: %w", err)
@@ -481,8 +475,11 @@ func (s *Sim) syncPod(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	for _, e := range n.m.advance(pod, rt, now) {
-		n.recordEvent(pod, e)
+	acting := s.acting(pod, rt, now)
+	if acting {
+		for _, e := range n.m.advance(pod, rt, now) {
+			n.recordEvent(pod, e)
+		}
 	}
 	status := podStatus(pod, rt, n.ip, now)
 	if !apiequality.Semantic.DeepEqual(pod.Status, status) {
@@ -499,10 +496,30 @@ func (s *Sim) syncPod(ctx context.Context, key cache.ObjectName) error {
 	if pod.DeletionTimestamp != nil {
 		return s.deleteTerminated(ctx, pod, rt)
 	}
-	if next := rt.nextWake(now); !next.IsZero() {
+	next := rt.nextWake(now)
+	if !acting {
+		next = rt.actAt
+	}
+	if !next.IsZero() {
 		s.podQueue.AddAfter(key, next.Sub(now))
 	}
 	return nil
+}
+
+// acting reports whether the node acts on pod now. With a SyncDelay, a
+// changed spec is acted on that long after the node first saw it; until
+// then the runtime stays as it was, and only the status's generation moves.
+func (s *Sim) acting(pod *corev1.Pod, rt *podRuntime, now time.Time) bool {
+	if s.opts.SyncDelay > 0 && rt.generation != 0 && pod.Generation != rt.generation && pod.DeletionTimestamp == nil {
+		if rt.actAt.IsZero() {
+			rt.actAt = now.Add(s.opts.SyncDelay)
+		}
+		if now.Before(rt.actAt) {
+			return false
+		}
+	}
+	rt.generation, rt.actAt = pod.Generation, time.Time{}
+	return true
 }
 
 // deleteTerminated removes a pod being deleted whose containers have
