@@ -95,8 +95,17 @@ type Container struct {
 	ImageID     string
 	// Running: the container's status says running.
 	Running bool
-	// InFlight: the controller wrote the container in place and the write
-	// is not complete yet.
+	// StatusImage is the image the container's status shows.
+	StatusImage string
+	// Unacted: the container runs, its pod spec image differs from the one
+	// last written (someone else changed it), and its status does not show
+	// the spec's image running yet: the kubelet has still to act on that
+	// change. A write over it waits (HeldChangeInFlight).
+	Unacted bool
+	// InFlight: the controller wrote the container in place, the write is
+	// not complete yet, and the pod spec still holds it. A write someone
+	// else wrote over (a hand edit) is never completed: the kubelet acts on
+	// the spec, and the container is drifted instead.
 	InFlight bool
 	// Recorded is the container's record.
 	Recorded revision.ContainerState
@@ -149,13 +158,16 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			ContainerID: st.ContainerID,
 			ImageID:     st.ImageID,
 			Running:     st.State.Running != nil,
+			StatusImage: st.Image,
 			Recorded:    rc,
 		}
+		drifted := !SameImage(rc.Image, c.Image)
+		c.Unacted = c.Runs && c.Running && drifted && !runsImage(st, spec.Image)
 		if c.Runs {
 			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
 			if !c.Complete {
 				complete = false
-				if written(rc) {
+				if written(rc) && !drifted {
 					c.InFlight, p.Updating, wrote = true, true, true
 				}
 			} else if written(rc) {
@@ -166,7 +178,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		if image, declared := latest.Containers[rc.Name]; declared && !c.Runs && image != c.Image {
 			p.StaleInit = append(p.StaleInit, c.Name)
 		}
-		if !SameImage(rc.Image, c.Image) {
+		if drifted {
 			p.Drifted = append(p.Drifted, c.Name)
 		}
 	}
@@ -207,8 +219,31 @@ func written(rc revision.ContainerState) bool {
 	return rc.PreviousContainerID != "" || rc.PreviousImage != "" || rc.PreviousImageID != ""
 }
 
+// runsImage reports whether a running container's status shows image: the
+// status names it, as the runtime reads references, or image pins the
+// digest the status's imageID shows. The runtime names the image by one of
+// the tags its content has, so a tag that shares content with others may
+// show as another of them.
+func runsImage(st corev1.ContainerStatus, image string) bool {
+	if SameImage(image, st.Image) {
+		return true
+	}
+	d := declaredDigest(image)
+	return d != "" && d == imageIDDigest(st.ImageID)
+}
+
 func restartsAlways(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// unacted returns a sidecar of p for which Unacted holds.
+func (p Pod) unacted() (Container, bool) {
+	for _, c := range p.Containers {
+		if c.Unacted {
+			return c, true
+		}
+	}
+	return Container{}, false
 }
 
 // runningInFlightAny reports whether a sidecar of p whose write is in

@@ -142,9 +142,9 @@ func TestClassifyContainers(t *testing.T) {
 	got := Classify(pod, record(pod), NewLatest(testSet("exporter:v2")))
 	rec := record(pod)
 	want := []Container{
-		{Name: "exporter", Runs: true, Image: "exporter:v1", ContainerID: "containerd://exporter-0", ImageID: imageID("exporter:v1"),
+		{Name: "exporter", Runs: true, Image: "exporter:v1", ContainerID: "containerd://exporter-0", ImageID: imageID("exporter:v1"), StatusImage: "exporter:v1",
 			Running: true, Recorded: rec.Containers[0], Complete: true},
-		{Name: "shipper", Init: true, Runs: true, Image: "fluent-bit:3.1", ContainerID: "containerd://shipper-0", ImageID: imageID("fluent-bit:3.1"),
+		{Name: "shipper", Init: true, Runs: true, Image: "fluent-bit:3.1", ContainerID: "containerd://shipper-0", ImageID: imageID("fluent-bit:3.1"), StatusImage: "fluent-bit:3.1",
 			Running: true, Recorded: rec.Containers[1], Complete: true},
 	}
 	if diff := cmp.Diff(want, got.Containers); diff != "" {
@@ -153,6 +153,49 @@ func TestClassifyContainers(t *testing.T) {
 	if got.Key != key("p01") {
 		t.Errorf("Key = %v, want %v", got.Key, key("p01"))
 	}
+}
+
+// TestUnacted: a sidecar whose image someone else changed is Unacted while
+// its status shows another image running.
+func TestUnacted(t *testing.T) {
+	set := testSet("exporter:v1")
+	pinned := "exporter@" + imageIDDigest(imageID("exporter:debug"))
+	tests := []struct {
+		name   string
+		spec   string // the exporter's pod spec image; recorded: exporter:v1
+		status corev1.ContainerStatus
+		want   bool
+	}{
+		{"not drifted", "exporter:v1", runningAs("exporter:v1", "exporter:v1"), false},
+		{"edited, the old container still runs", "exporter:debug", runningAs("exporter:v1", "exporter:v1"), true},
+		{"edited, the edit's container runs", "exporter:debug", runningAs("exporter:debug", "exporter:debug"), false},
+		{"edited, the runtime names it in full", "exporter:debug", runningAs("docker.io/library/exporter:debug", "exporter:debug"), false},
+		{"edited to a digest the container runs, named by a tag", pinned, runningAs("docker.io/library/exporter:debug", "exporter:debug"), false},
+		{"edited to a digest, the old container runs", pinned, runningAs("exporter:v1", "exporter:v1"), true},
+		{"edited, the edit's image is being pulled", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:debug",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}, false},
+		{"edited, the old container exited", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:v1",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := injectedPod("p01", set)
+			pod.Spec.Containers[1].Image = tt.spec
+			tt.status.Name = "exporter"
+			pod.Status.ContainerStatuses[1] = tt.status
+			got := Classify(pod, record(pod), NewLatest(set))
+			if got.Containers[0].Unacted != tt.want {
+				t.Errorf("Unacted = %v, want %v", got.Containers[0].Unacted, tt.want)
+			}
+		})
+	}
+}
+
+// runningAs is the status of a running exporter showing image, from the
+// content of ref.
+func runningAs(image, ref string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: "exporter", Image: image, ImageID: imageID(ref), ContainerID: "containerd://exporter-1",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 }
 
 func TestNewLatest(t *testing.T) {

@@ -34,8 +34,9 @@ import (
 // stale with optimistic-lock writes, image changes (new tags, digest pins of
 // the running tag, undo, images that never pull) of regular, native and
 // ordinary init sidecars of up to three overlapping SidecarSets, partition
-// steps, pauses and resumes, and manager restarts that forget every write in
-// flight. After every step it checks:
+// steps, pauses and resumes, hand edits of a pod's sidecar image (reported
+// or reverted by driftPolicy), and manager restarts that forget every write
+// in flight. After every step it checks:
 //
 //   - each set disrupts at most maxUnavailable ready pods at once;
 //   - no write leaves a budget with more pods unhealthy than it allows,
@@ -198,6 +199,7 @@ func newModel(t *rapid.T) *model {
 			MaxUnavailable:          ptr.To(intstr.FromInt32(int32(mu))),
 			ProgressDeadlineSeconds: ptr.To(int32(rapid.IntRange(30, 300).Draw(t, name+"-deadline"))),
 		}
+		b.DriftPolicy = rapid.SampledFrom([]v1alpha1.DriftPolicy{v1alpha1.DriftReport, v1alpha1.DriftRevert}).Draw(t, name+"-driftPolicy")
 		set := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}, Spec: b}
 		ms := &mset{set: set, maxUnavailable: mu, written: map[string]int{}, latest: revision.Hash(&set.Spec),
 			revisions: map[string]v1alpha1.SidecarSetSpec{}}
@@ -664,7 +666,7 @@ func (m *model) specChanged(s *mset) {
 
 func (m *model) step() {
 	m.now = m.now.Add(stepTime)
-	switch rapid.IntRange(0, 10).Draw(m.t, "action") {
+	switch rapid.IntRange(0, 11).Draw(m.t, "action") {
 	case 0, 1, 2:
 		m.sync(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
 	case 3:
@@ -708,9 +710,37 @@ func (m *model) step() {
 				m.syncBudget(b)
 			}
 		}
+	case 11:
+		m.editByHand(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
 	}
 	m.snapshot()
 	m.check()
+}
+
+// editByHand changes the image of one of p's running sidecars in the pod
+// spec, as kubectl patch does: drift, which the kubelet acts on at its next
+// sync, and driftPolicy Revert writes back.
+func (m *model) editByHand(p *mpod) {
+	var names []string
+	for _, c := range p.ctrs {
+		if c.runs && c.name != "app" {
+			names = append(names, c.name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	name := rapid.SampledFrom(names).Draw(m.t, "edited")
+	image := rapid.SampledFrom([]string{name + ":by-hand", name + "-pull-fails:by-hand"}).Draw(m.t, "edit")
+	for _, cs := range [][]corev1.Container{p.pod.Spec.InitContainers, p.pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Name == name && cs[i].Image != image {
+				cs[i].Image = image
+				p.pod.Generation++
+				m.bump(p.pod)
+			}
+		}
+	}
 }
 
 func (m *model) run() {
@@ -781,6 +811,9 @@ func (m *model) finish() {
 			for _, s := range m.sets {
 				st = append(st, fmt.Sprintf("%s paused=%v %+v", s.set.Name, s.set.Spec.UpdateStrategy.Paused, s.set.Status.Conditions))
 			}
+			for _, p := range m.pods {
+				st = append(st, m.describe(p))
+			}
 			m.t.Fatalf("good images did not roll out within %d rounds:\n%s", bound, strings.Join(st, "\n"))
 		}
 		round()
@@ -807,6 +840,19 @@ func (m *model) finish() {
 			m.t.Fatalf("pod %s still written once complete", p.pod.Name)
 		}
 	}
+}
+
+// describe shows a pod as a failure message needs it: each container's
+// spec image and what the kubelet runs, and the pod's record.
+func (m *model) describe(p *mpod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s generation %d observed %d ready %v neverReady %v:", p.pod.Name, p.pod.Generation,
+		p.pod.Status.ObservedGeneration, podReady(p.pod), p.neverReady)
+	for _, c := range p.ctrs {
+		fmt.Fprintf(&b, " %s spec %s runs #%d %s (waiting %v);", c.name, specImage(p.pod, c.name), c.instance, c.image, c.waiting)
+	}
+	fmt.Fprintf(&b, " record %s", p.pod.Annotations[v1alpha1.AnnotationState])
+	return b.String()
 }
 
 func isTrue(conds []metav1.Condition, t string) bool {

@@ -160,6 +160,15 @@ const (
 	// (Pod.DisruptedByOthers), and the write would restart a running
 	// sidecar of it: the pod goes once it is back.
 	HeldByOtherRollout HoldReason = "OtherRollout"
+	// HeldChangeInFlight: someone else changed a running sidecar's image
+	// (a hand edit) and the kubelet has not acted on it yet: its status
+	// still shows another image running. Written now, the pod would record
+	// as the container to see replaced the one the kubelet is about to
+	// replace anyway, and take the container that change starts for this
+	// write's; or, if the kubelet skipped the change, wait for a restart
+	// that never comes. The pod goes once the status shows the spec's
+	// image, or the container stops running.
+	HeldChangeInFlight HoldReason = "ChangeInFlight"
 )
 
 // Held is a pod that waits.
@@ -217,7 +226,13 @@ type Held struct {
 // images and undoes the drift on the way). Reverts are not limited by the
 // partition or the selector, but take maxUnavailable and budgets like
 // updates, and among ready pods go before updates: they restore what was
-// declared, and there are only as many as there are hand edits.
+// declared, and there are only as many as there are hand edits. A hand
+// edit the kubelet has not acted on yet (its status still shows another
+// image running) holds every write into the pod (HeldChangeInFlight):
+// the kubelet publishes a spec's generation before it acts on it, so no
+// status then tells the container the edit replaces from the one it
+// starts. A hand edit also ends a write in flight: the kubelet acts on the
+// spec, and the write is never completed nor waited for.
 //
 // Paused or type NotUpdate: nothing is written; every pod that would have
 // been is held with that reason.
@@ -340,6 +355,12 @@ func Next(in Input) (Plan, error) {
 			// fails, a crash loop) is written over at once: an undo.
 			plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight, fmt.Sprintf(
 				"the kubelet has not finished the last write of %s yet", c)})
+			continue
+		}
+		if c, ok := w.pod.unacted(); ok {
+			plan.Held = append(plan.Held, Held{w.pod.Key, HeldChangeInFlight, fmt.Sprintf(
+				"the pod spec says %s for %s, but the kubelet still shows %s running: waiting for it to act on that change",
+				c.Image, c.Name, c.StatusImage)})
 			continue
 		}
 		var u PodUpdate
@@ -568,10 +589,13 @@ func revertOf(p Pod) PodUpdate {
 // written1 records, for a write into c, the container that runs before it.
 // When the last write of c is still in flight, the container that ran before
 // that write is kept: it is the last one known to run a written image, and
-// the kubelet may not have acted on the write in between (A→B→A). A hand
-// edit leaves it unknown what the running container was started from.
+// the kubelet may not have acted on the write in between (A→B→A). Over a
+// hand edit, which also ends a write in flight, Next writes only once the
+// kubelet runs the edited image (or the container does not run), and the
+// container that runs then is recorded: never one the edit is about to
+// replace.
 func written1(c Container, rc revision.ContainerState) revision.ContainerState {
-	if written(rc) && !c.Complete {
+	if c.InFlight {
 		if rc.PreviousContainerID == "" && rc.PreviousImage == "" {
 			// Written before containerIDs were kept: the container that
 			// does not run now (Next writes over no running one in flight)

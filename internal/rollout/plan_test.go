@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,6 +107,13 @@ func drifted(p *Pod) {
 	p.Containers[0].Image = "exporter:debug"
 	p.Containers[0].ImageID = imageID("exporter:debug")
 	p.Drifted = []string{"exporter"}
+}
+
+// unacted: p's sidecar was edited by hand and the kubelet still runs the
+// container from before the edit.
+func unacted(p *Pod) {
+	p.Containers[0].StatusImage = p.Record.Containers[0].Image
+	p.Containers[0].Unacted = true
 }
 
 func notUpgradable(p *Pod) {
@@ -478,6 +486,20 @@ func TestNext(t *testing.T) {
 			want:  outcome{[]string{"p02 RevertDrift"}, map[string]HoldReason{}},
 		},
 		{
+			name:     "drifted, the kubelet not done with the edit: the revert waits",
+			pods:     fleet(3, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{drifted, unacted}, "p02"))),
+			strategy: strategy("0", "1"),
+			drift:    v1alpha1.DriftRevert,
+			want:     outcome{nil, held(HeldChangeInFlight, "p02")},
+		},
+		{
+			name:     "due update of a pod the kubelet has not caught up with waits; the next goes",
+			pods:     fleet(3, each([]opt{drifted, unacted}, "p01")),
+			strategy: strategy("0", "1"),
+			drift:    v1alpha1.DriftReport,
+			want:     outcome{[]string{"p02"}, held(HeldChangeInFlight, "p01", HeldByMaxUnavailable, "p03")},
+		},
+		{
 			name:     "drifted and not ready: reverted without taking maxUnavailable",
 			pods:     fleet(3, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{drifted, notReady}, "p02", "p03"))),
 			strategy: strategy("0", "1"),
@@ -724,6 +746,33 @@ func TestDisruptionKept(t *testing.T) {
 		}
 		if diff := cmp.Diff(outcome{Held: map[string]HoldReason{"p01": HeldInFlight}}, outcomeOf(plan)); diff != "" {
 			t.Errorf("Next (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a write someone wrote over by hand is not waited for", func(t *testing.T) {
+		// Found by TestModel: exporter:v2 written over v1, and before the
+		// kubelet acted the image was set back to v1 by hand. The kubelet
+		// keeps the v1 container: the write never completes, and holding
+		// the pod for it (HeldInFlight) held the revert and every later
+		// update for ever. The write is over; the pod is drifted, and the
+		// revert goes at once, recording the container that runs.
+		v1, latest := testSet("exporter:v1"), NewLatest(testSet("exporter:v2"))
+		pod := writtenPod(t, v1, latest)
+		pod.Spec.Containers[1].Image = "exporter:v1"
+		pod.Generation++
+		pod.Status.ObservedGeneration = pod.Generation
+		p := Classify(pod, record(pod), latest)
+		if c := p.Containers[0]; c.InFlight || c.Unacted || !slices.Equal(p.Drifted, []string{"exporter"}) {
+			t.Fatalf("InFlight %v, Unacted %v, Drifted %v; want a drifted container, neither in flight nor unacted", c.InFlight, c.Unacted, p.Drifted)
+		}
+		plan, err := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: strategy("0", "1"), DriftPolicy: v1alpha1.DriftRevert})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRevertDrift {
+			t.Fatalf("plan %+v, want the revert", outcomeOf(plan))
+		}
+		if rc := plan.Updates[0].State.Containers[0]; rc.PreviousContainerID != p.Containers[0].ContainerID || rc.Image != "exporter:v2" {
+			t.Errorf("revert records %+v; want exporter:v2 over the running container %s", rc, p.Containers[0].ContainerID)
 		}
 	})
 	t.Run("a pod disrupted by one set stays so while another set keeps it unready", func(t *testing.T) {

@@ -350,6 +350,9 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	if n := heldBy(held, rollout.HeldByOtherRollout); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d down for another SidecarSet's rollout", n))
 	}
+	if n := heldBy(held, rollout.HeldChangeInFlight); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d wait for the kubelet to act on an image changed by someone else", n))
+	}
 	if st.DriftedPods > 0 {
 		parts = append(parts, fmt.Sprintf("%d drifted", st.DriftedPods))
 	}

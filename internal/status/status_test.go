@@ -460,6 +460,32 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// A due pod whose hand edit the kubelet has not acted on waits
+			// for it, says so, and the clock runs: a kubelet that never
+			// acts is a stall.
+			name: "due pods waiting for the kubelet to act on a hand edit",
+			pods: func() []rollout.Pod {
+				ps := fleet(2, mix{Drifted: 2})
+				for i := range ps {
+					ps[i].Containers[0].Image, ps[i].Containers[0].StatusImage, ps[i].Containers[0].Unacted = "exporter:debug", "exporter:v1", true
+				}
+				return ps
+			}(),
+			strategy:     rolling("0"),
+			previous:     statusOf(2, 0, 2, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			lastProgress: ago(time.Minute),
+			progress:     ago(time.Minute),
+			want: Result{
+				Status: func() v1alpha1.SidecarSetStatus {
+					msg := "0 of 2 pods updated and ready; 2 wait for the kubelet to act on an image changed by someone else; 2 drifted"
+					s := statusOf(2, 0, 2, 0, conds(cond{yes, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo}))
+					s.DriftedPods = 2
+					return s
+				}(),
+				RecheckAfter: 9 * time.Minute,
+			},
+		},
+		{
 			// Defect: progress time lived in memory. A restarted manager
 			// reads it from the status and stalls on time.
 			name:         "the deadline runs from lastProgressTime in the status",

@@ -11,6 +11,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
 	"github.com/sidecarset/sidecarset/internal/fixture"
+	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
 // TestDrift: a sidecar image changed by hand on one pod (kubectl patch) is
@@ -18,12 +19,6 @@ import (
 // condition and in events, once; switching to Revert writes the declared
 // image back.
 func TestDrift(t *testing.T) {
-	// On a real node the revert can be judged done before the kubelet
-	// restarts the container: the kubelet reports the revert's generation
-	// observed while the hand-edited container still runs, and the
-	// container recorded as running before the revert may be the one the
-	// hand edit replaced. Not yet fixed.
-	simulatedOnly(t, "a drift revert is judged done too early on a real kubelet")
 	const pods = 3
 	f := newFixture(t)
 	f.CreateSet(f.SidecarSet("exporter:v1", 0))
@@ -82,6 +77,48 @@ func TestDrift(t *testing.T) {
 	// others never.
 	if got, want := fixture.Restarts(f.Pods(), "exporter"), map[string]int32{"p01": 0, "p02": 2, "p03": 0}; !maps.Equal(got, want) {
 		t.Errorf("exporter restarts %v, want %v", got, want)
+	}
+	f.AssertAppsUntouched(before)
+}
+
+// TestDriftRevertedAtOnce: under driftPolicy Revert a hand edit is written
+// back as soon as it is seen, usually before the kubelet has acted on it.
+// The revert waits until the kubelet runs the hand-edited image: written
+// earlier, it would record as the container to see replaced the one the
+// hand edit is about to replace, and take the hand-edited container for
+// the revert's; or, had the kubelet skipped the edit, wait for a restart
+// that never comes. So the set counts the pod reverted and ready only once
+// the declared image runs again in a new container: restarted for the edit
+// and again for the revert, or once when the edit's container never ran
+// (its image still being pulled when the revert came).
+func TestDriftRevertedAtOnce(t *testing.T) {
+	const pods = 2
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 0)
+	set.Spec.DriftPolicy = v1alpha1.DriftRevert
+	f.CreateSet(set)
+	f.CreatePods(pods, nil, nil)
+	before := fixture.AppIDs(f.Pods())
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
+	})
+
+	edited := fixture.ContainerStatus(f.Pod("p02"), "exporter").ContainerID
+	patch := []byte(`{"spec":{"containers":[{"name":"exporter","image":"exporter:by-hand"}]}}`)
+	if err := env.Client.Patch(t.Context(), f.Pod("p02"), fixture.RawStrategic(patch)); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitPodEvent("p02", controller.ReasonDriftReverted)
+	f.WaitStatus("drift reverted, all ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.DriftedPods == 0 && s.UpdatedReadyPods == pods
+	})
+	st := fixture.ContainerStatus(f.Pod("p02"), "exporter")
+	if st.State.Running == nil || !rollout.SameImage("exporter:v1", st.Image) || st.ContainerID == edited || st.RestartCount > 2 {
+		t.Errorf("p02 counted reverted and ready while its exporter shows %s, running %v, container %s (the edited one %s), %d restart(s); want exporter:v1 running in a new container, after at most 2 restarts\n%s",
+			st.Image, st.State.Running != nil, st.ContainerID, edited, st.RestartCount, f.Describe())
+	}
+	if got := fixture.Restarts(f.Pods(), "exporter"); got["p01"] != 0 {
+		t.Errorf("p01's exporter restarted %d time(s), want 0", got["p01"])
 	}
 	f.AssertAppsUntouched(before)
 }
