@@ -171,16 +171,10 @@ func (r *convertRun) document(d document) (map[string]any, bool, error) {
 		for i, it := range items {
 			m, _ := it.(map[string]any)
 			itemAPI, itemKind := document{obj: m}.kind()
-			if itemKind == "" && isKruise(api) {
-				// kubectl omits apiVersion and kind in a typed list's items.
-				itemAPI, itemKind = api, "SidecarSet"
-			}
 			if !isKruise(itemAPI) || itemKind != "SidecarSet" {
 				out = append(out, it)
 				continue
 			}
-			m = maps.Clone(m)
-			m["apiVersion"], m["kind"] = itemAPI, itemKind
 			c, _, err := r.object(m, fmt.Sprintf("%s, item %d (%s)", d.describe(), i, document{obj: m, index: i}.describe()))
 			if err != nil {
 				return nil, false, err
