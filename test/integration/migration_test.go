@@ -137,6 +137,17 @@ func (f *testFixture) kruisePod(name, image string) *corev1.Pod {
 	return pod
 }
 
+// exporterEnv returns the env of the pod's exporter as JSON.
+func exporterEnv(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "exporter" {
+			env, _ := json.Marshal(c.Env)
+			return string(env)
+		}
+	}
+	return ""
+}
+
 // patchKruiseSet applies a merge patch to the OpenKruise SidecarSet, as
 // `kubectl patch sidecarsets.apps.kruise.io NAME --type merge -p PATCH`.
 func (f *testFixture) patchKruiseSet(patch string) {
@@ -151,8 +162,9 @@ func (f *testFixture) patchKruiseSet(patch string) {
 
 // TestMigration follows docs/migrating-from-openkruise.md step by step: pods
 // OpenKruise injected are adopted by the converted SidecarSet without a
-// restart, OpenKruise's set is paused and deleted, new pods are injected by
-// sidecarset, and an image change updates every pod in place.
+// restart, and so is one it injects while both webhooks run; OpenKruise's
+// set is paused and deleted, new pods are injected by sidecarset, and an
+// image change updates every pod in place.
 func TestMigration(t *testing.T) {
 	f := newFixture(t)
 	f.installKruiseCRD()
@@ -224,22 +236,31 @@ func TestMigration(t *testing.T) {
 	}
 	f.AssertNothingRestarted()
 
+	// Until step 4 OpenKruise's webhook, called first, still injects new
+	// pods: sidecarset's skips such a pod for the name clash, and the
+	// controller adopts it.
+	f.CreatePod(f.kruisePod("p04", "exporter:v1"))
+	f.WaitReady(4)
+	f.WaitStatus("the pod OpenKruise injected meanwhile adopted", func(s v1alpha1.SidecarSetStatus) bool {
+		return fixture.Complete(4)(s) && s.UnmanagedPods == 0 && s.SkippedPods == 0
+	})
+	f.WaitPodEvent("p04", controller.ReasonAdopted)
+	if env := exporterEnv(f.Pod("p04")); !strings.Contains(env, rollout.KruiseInjectedEnv) {
+		t.Errorf("pod p04: exporter env %s, want OpenKruise's, untouched by sidecarset's webhook", env)
+	}
+
 	// Step 4: stop OpenKruise's injection; a new pod gets sidecarset's,
 	// with the declared env alone.
 	f.patchKruiseSet(`{"spec":{"injectionStrategy":{"paused":true}}}`)
-	f.CreatePod(f.NewPod("p04"))
-	f.WaitReady(4)
-	f.WaitStatus("the new pod injected", fixture.Complete(4))
-	p04 := f.Pod("p04")
-	if p04.Annotations[v1alpha1.AnnotationInjected] != f.Set {
-		t.Errorf("new pod p04 annotations %v, want %s injected", p04.Annotations, f.Set)
+	f.CreatePod(f.NewPod("p05"))
+	f.WaitReady(5)
+	f.WaitStatus("the new pod injected", fixture.Complete(5))
+	p05 := f.Pod("p05")
+	if p05.Annotations[v1alpha1.AnnotationInjected] != f.Set {
+		t.Errorf("new pod p05 annotations %v, want %s injected", p05.Annotations, f.Set)
 	}
-	for _, c := range p04.Spec.Containers {
-		if c.Name == "exporter" {
-			if env, _ := json.Marshal(c.Env); string(env) != `[{"name":"EXPORTER_PORT","value":"9104"}]` {
-				t.Errorf("new pod p04: exporter env %s, want the declared EXPORTER_PORT alone", env)
-			}
-		}
+	if env := exporterEnv(p05); env != `[{"name":"EXPORTER_PORT","value":"9104"}]` {
+		t.Errorf("new pod p05: exporter env %s, want the declared EXPORTER_PORT alone", env)
 	}
 
 	// Step 5: kubectl delete sidecarsets.apps.kruise.io NAME; the pods keep
@@ -258,7 +279,7 @@ func TestMigration(t *testing.T) {
 	// Step 6: an image change rolls out in place, the adopted pods too.
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
 	f.WaitStatus("every pod on exporter:v2", func(s v1alpha1.SidecarSetStatus) bool {
-		return fixture.Complete(4)(s) && fixture.CountImage(f.Pods(), "exporter:v2") == 4
+		return fixture.Complete(5)(s) && fixture.CountImage(f.Pods(), "exporter:v2") == 5
 	})
 	restarts := fixture.Restarts(f.Pods(), "exporter")
 	for _, p := range f.Pods() {
