@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/validation"
@@ -26,15 +29,21 @@ func NewCmdConvert(o *Options) *cobra.Command {
 		Long: `Read OpenKruise SidecarSets (apps.kruise.io/v1alpha1 or v1beta1) and print them
 as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 
-Fields with the same meaning keep their names. spec.namespace (v1alpha1),
-namespaceSelector.namespaces and specificNamespace (v1beta1) become a
-namespaceSelector on the kubernetes.io/metadata.name label. Every OpenKruise
-field sidecarset does not support (hot upgrade, shareVolumePolicy, transferEnv,
-patchPodMetadata, injectionStrategy.revision, scatterStrategy, priorityStrategy,
-...) is dropped with a warning on stderr naming it; "Note:" lines name dropped
-values that mean what sidecarset does anyway (upgradeType ColdUpgrade,
-shareVolumePolicy disabled). Server-set metadata and status are dropped.
-Documents that are not OpenKruise SidecarSets are printed as they came.
+Fields with the same meaning keep their names. spec.namespace (v1alpha1)
+becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
+OpenKruise field sidecarset does not support (hot upgrade, shareVolumePolicy,
+transferEnv, resourcesPolicy, patchPodMetadata, injectionStrategy.revision,
+scatterStrategy, priorityStrategy, customVersion, ...) is dropped with a
+warning on stderr naming it, and so is a field OpenKruise's API does not
+have; "Note:" lines name dropped values that mean what sidecarset does anyway
+(upgradeType ColdUpgrade, shareVolumePolicy disabled). A percentage partition
+that counts differently here gets a warning with the difference. Server-set
+metadata, OpenKruise's hash annotations and status are dropped.
+
+Each converted SidecarSet gets adoptionPolicy SameName, so that it takes over
+the running pods OpenKruise injected without restarting them. The steps of the
+migration (what to do with the OpenKruise SidecarSet, and when) follow on
+stderr. Documents that are not OpenKruise SidecarSets are printed as they came.
 
 A converted SidecarSet that sidecarset's validation would refuse gets a warning
 with the field and the reason.`,
@@ -66,16 +75,17 @@ type ConvertOptions struct {
 	ManagerNamespace string
 }
 
-// Convert prints the documents of in with OpenKruise SidecarSets converted,
-// warnings on errOut.
+// Convert prints the documents of in with OpenKruise SidecarSets converted;
+// warnings, and the migration steps for the converted sets, go to errOut.
 func Convert(in io.Reader, out, errOut io.Writer, opts ConvertOptions) error {
 	docs, err := readDocuments(in, opts.Source)
 	if err != nil {
 		return err
 	}
+	r := &convertRun{errOut: errOut, opts: opts}
 	outDocs := make([][]byte, 0, len(docs))
 	for _, d := range docs {
-		converted, changed, err := convertDocument(d, errOut, opts)
+		converted, changed, err := r.document(d)
 		if err != nil {
 			return fmt.Errorf("%s, %s: %w", opts.Source, d.describe(), err)
 		}
@@ -89,15 +99,71 @@ func Convert(in io.Reader, out, errOut io.Writer, opts ConvertOptions) error {
 		}
 		outDocs = append(outDocs, b)
 	}
-	return writeDocuments(out, outDocs)
+	if err := writeDocuments(out, outDocs); err != nil {
+		return err
+	}
+	if len(r.converted) > 0 {
+		fmt.Fprint(errOut, migrationSteps(r.converted))
+	}
+	return nil
 }
 
-// convertDocument converts a Kruise SidecarSet, or each one in a List.
-func convertDocument(d document, errOut io.Writer, opts ConvertOptions) (map[string]any, bool, error) {
+// migrationSteps tells how to hand the named sets over from OpenKruise, in
+// the order docs/migrating-from-openkruise.md gives.
+//
+// Why this order: OpenKruise's in-place updates stop first, so that two
+// controllers never write the same container. The converted set is created
+// while OpenKruise still injects, so that no new pod is created with no
+// sidecar at all; such a pod is safe, as the webhooks never both inject it:
+// the apiserver calls mutating webhooks in the order of their
+// configurations' names, OpenKruise's kruise-mutating-webhook-configuration
+// before sidecarset-mutating, and sidecarset skips a set whose container name
+// the pod already has, then adopts the pod. Only then does OpenKruise stop
+// injecting, and its set is deleted last, once nothing depends on it.
+func migrationSteps(names []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nTo migrate from OpenKruise (docs/migrating-from-openkruise.md), for each SidecarSet (%s):\n", strings.Join(names, ", "))
+	name := "NAME"
+	if len(names) == 1 {
+		name = names[0]
+	}
+	fmt.Fprintf(&b, `  1. Stop OpenKruise's in-place updates (it keeps injecting new pods):
+       kubectl patch sidecarsets.apps.kruise.io %[1]s --type merge -p '{"spec":{"updateStrategy":{"paused":true}}}'
+  2. Create the converted SidecarSet:
+       kubectl apply -f sidecarsets.yaml
+     With adoptionPolicy SameName it adopts the running pods OpenKruise injected
+     (their sidecar carries IS_INJECTED=true, the pod kruise.io/sidecarset-hash):
+     it writes its records into them and restarts nothing. Wait until
+       kubectl sidecarset status %[1]s
+     counts them matched and none unmanaged. A pod whose sidecar differs from the
+     declared one by more than what OpenKruise adds stays unmanaged.
+  3. Stop OpenKruise's injection; from now on sidecarset injects new pods:
+       kubectl patch sidecarsets.apps.kruise.io %[1]s --type merge -p '{"spec":{"injectionStrategy":{"paused":true}}}'
+  4. Delete the OpenKruise SidecarSet; the pods keep running as they are:
+       kubectl delete sidecarsets.apps.kruise.io %[1]s
+Until step 3 both webhooks see new pods, but never both inject one: the apiserver
+calls mutating webhooks in the order of their configurations' names, OpenKruise's
+(kruise-mutating-webhook-configuration) first, and sidecarset skips a pod that
+already has a container of its sidecar's name (counted in skippedPods), then
+adopts it.
+`, name)
+	return b.String()
+}
+
+// convertRun converts the documents of one input and remembers the names of
+// the sets it converted.
+type convertRun struct {
+	errOut    io.Writer
+	opts      ConvertOptions
+	converted []string
+}
+
+// document converts a Kruise SidecarSet, or each one in a List.
+func (r *convertRun) document(d document) (map[string]any, bool, error) {
 	api, kind := d.kind()
 	switch {
 	case isKruise(api) && kind == "SidecarSet":
-		return convertObject(d.obj, d.describe(), errOut, opts)
+		return r.object(d.obj, d.describe())
 	case (api == "v1" && kind == "List") || (isKruise(api) && kind == "SidecarSetList"):
 		items, _ := d.obj["items"].([]any)
 		out := make([]any, 0, len(items))
@@ -109,7 +175,7 @@ func convertDocument(d document, errOut io.Writer, opts ConvertOptions) (map[str
 				out = append(out, it)
 				continue
 			}
-			c, _, err := convertObject(m, fmt.Sprintf("%s, item %d (%s)", d.describe(), i, document{obj: m, index: i}.describe()), errOut, opts)
+			c, _, err := r.object(m, fmt.Sprintf("%s, item %d (%s)", d.describe(), i, document{obj: m, index: i}.describe()))
 			if err != nil {
 				return nil, false, err
 			}
@@ -121,25 +187,38 @@ func convertDocument(d document, errOut io.Writer, opts ConvertOptions) (map[str
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "List", "items": out}, true, nil
 	case isKruise(api):
-		fmt.Fprintf(errOut, "Warning: %s: %s %s is not a SidecarSet; printed as it came\n", d.describe(), api, kind)
+		fmt.Fprintf(r.errOut, "Warning: %s: %s %s is not a SidecarSet; printed as it came\n", d.describe(), api, kind)
 	}
 	return nil, false, nil
 }
 
+const (
+	kruiseV1alpha1 = "apps.kruise.io/v1alpha1"
+	kruiseV1beta1  = "apps.kruise.io/v1beta1"
+)
+
 func isKruise(apiVersion string) bool {
-	return apiVersion == "apps.kruise.io/v1alpha1" || apiVersion == "apps.kruise.io/v1beta1"
+	return apiVersion == kruiseV1alpha1 || apiVersion == kruiseV1beta1
 }
 
 // converter converts one SidecarSet and collects what it says about it.
 type converter struct {
-	what  string
-	notes []string
+	what string
+	// apiVersion is the Kruise version the object is written in: the two
+	// differ in a few spec fields.
+	apiVersion string
+	notes      []string
 }
 
 // drop reports a field that is not carried over because sidecarset has no
 // such behaviour.
 func (c *converter) drop(path, why string) {
-	c.notes = append(c.notes, fmt.Sprintf("Warning: %s: %s dropped: %s", c.what, path, why))
+	c.warn("%s dropped: %s", path, why)
+}
+
+// unknown reports a field that OpenKruise's SidecarSet does not have.
+func (c *converter) unknown(path string) {
+	c.warn("%s dropped: not a field of OpenKruise's %s SidecarSet", path, c.apiVersion)
 }
 
 // same reports a field not carried over because its value is what
@@ -148,9 +227,14 @@ func (c *converter) same(path, why string) {
 	c.notes = append(c.notes, fmt.Sprintf("Note: %s: %s dropped: %s", c.what, path, why))
 }
 
-// convertObject converts one Kruise SidecarSet.
-func convertObject(obj map[string]any, what string, errOut io.Writer, opts ConvertOptions) (map[string]any, bool, error) {
-	c := &converter{what: what}
+func (c *converter) warn(format string, args ...any) {
+	c.notes = append(c.notes, fmt.Sprintf("Warning: %s: ", c.what)+fmt.Sprintf(format, args...))
+}
+
+// object converts one Kruise SidecarSet.
+func (r *convertRun) object(obj map[string]any, what string) (map[string]any, bool, error) {
+	api, _ := obj["apiVersion"].(string)
+	c := &converter{what: what, apiVersion: api}
 	out := map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind":       "SidecarSet",
@@ -158,10 +242,9 @@ func convertObject(obj map[string]any, what string, errOut io.Writer, opts Conve
 	}
 	for _, k := range sortedKeys(obj) {
 		switch k {
-		case "apiVersion", "kind", "metadata", "status":
-		case "spec":
+		case "apiVersion", "kind", "metadata", "status", "spec":
 		default:
-			c.drop(k, "not a SidecarSet field")
+			c.unknown(k)
 		}
 	}
 	spec, _ := obj["spec"].(map[string]any)
@@ -169,6 +252,8 @@ func convertObject(obj map[string]any, what string, errOut io.Writer, opts Conve
 	if err != nil {
 		return nil, false, err
 	}
+	converted["adoptionPolicy"] = string(v1alpha1.AdoptSameName)
+	c.notes = append(c.notes, fmt.Sprintf("Note: %s: adoptionPolicy SameName added: the running pods OpenKruise injected are taken over without a restart", what))
 	out["spec"] = converted
 
 	set := &v1alpha1.SidecarSet{}
@@ -178,24 +263,68 @@ func convertObject(obj map[string]any, what string, errOut io.Writer, opts Conve
 		return nil, false, fmt.Errorf("converted SidecarSet does not decode: %w", err)
 	}
 	validation.Default(set)
-	if errs := validation.ValidateCreate(set, nil, validation.Options{ManagerNamespace: opts.ManagerNamespace}); len(errs) > 0 {
+	if errs := validation.ValidateCreate(set, nil, validation.Options{ManagerNamespace: r.opts.ManagerNamespace}); len(errs) > 0 {
 		for _, e := range errs {
-			c.notes = append(c.notes, fmt.Sprintf("Warning: %s: sidecarset's validation would refuse it: %s", what, e.Error()))
+			c.warn("sidecarset's validation would refuse it: %s", e.Error())
 		}
 	}
 	for _, n := range c.notes {
-		fmt.Fprintln(errOut, n)
+		fmt.Fprintln(r.errOut, n)
 	}
+	r.converted = append(r.converted, set.Name)
 	return out, true, nil
 }
 
-// metadata keeps what a user wrote: name, labels, annotations.
+// Annotations and labels OpenKruise reads or writes on a SidecarSet.
+const (
+	// Set by OpenKruise's SidecarSet webhook on every write: hashes of the
+	// spec, meaningless to sidecarset (it keeps its own in status).
+	kruiseHashAnnotation             = "kruise.io/sidecarset-hash"
+	kruiseHashWithoutImageAnnotation = "kruise.io/sidecarset-hash-without-image"
+	// Set by kubectl apply: the last applied OpenKruise object, which
+	// would mislead kubectl's next three-way merge of the converted one.
+	lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+	// A canary SidecarSet names its base set; OpenKruise then injects only
+	// the canary into pods both match.
+	kruiseCanaryAnnotation = "apps.kruise.io/sidecarset-canary"
+	kruiseBaseAnnotation   = "apps.kruise.io/sidecarset-base"
+	// v1alpha1's spelling of spec.customVersion.
+	kruiseCustomVersionLabel = "apps.kruise.io/sidecarset-custom-version"
+)
+
+// metadata keeps what a user wrote: name, labels, annotations, without
+// what belongs to the OpenKruise installation.
 func (c *converter) metadata(v any) map[string]any {
 	meta, _ := v.(map[string]any)
 	out := map[string]any{}
-	for _, k := range []string{"name", "generateName", "labels", "annotations"} {
+	for _, k := range []string{"name", "generateName"} {
 		if v, ok := meta[k]; ok {
 			out[k] = v
+		}
+	}
+	if labels, _ := meta["labels"].(map[string]any); len(labels) > 0 {
+		labels = maps.Clone(labels)
+		if _, ok := labels[kruiseCustomVersionLabel]; ok {
+			delete(labels, kruiseCustomVersionLabel)
+			c.drop("metadata.labels["+kruiseCustomVersionLabel+"]", customVersionWhy)
+		}
+		if len(labels) > 0 {
+			out["labels"] = labels
+		}
+	}
+	if annotations, _ := meta["annotations"].(map[string]any); len(annotations) > 0 {
+		annotations = maps.Clone(annotations)
+		for _, k := range []string{kruiseHashAnnotation, kruiseHashWithoutImageAnnotation, lastAppliedAnnotation} {
+			delete(annotations, k)
+		}
+		for _, k := range []string{kruiseCanaryAnnotation, kruiseBaseAnnotation} {
+			if _, ok := annotations[k]; ok {
+				delete(annotations, k)
+				c.drop("metadata.annotations["+k+"]", "sidecarset has no canary SidecarSets: a pod that two sets select gets both, and the second one's same-named containers clash; give the canary its own selector or use updateStrategy.partition")
+			}
+		}
+		if len(annotations) > 0 {
+			out["annotations"] = annotations
 		}
 	}
 	if _, ok := meta["finalizers"]; ok {
@@ -207,44 +336,25 @@ func (c *converter) metadata(v any) map[string]any {
 	return out
 }
 
-// specFields are the spec fields carried over as they are.
+const customVersionWhy = "sidecarset names revisions by hash (see status.latestRevision); there is no custom version to inject by"
+
+// specFields are the spec fields carried over as they are, in both
+// versions of OpenKruise's SidecarSet.
 var specFields = []string{"selector", "volumes", "imagePullSecrets", "revisionHistoryLimit"}
 
 func (c *converter) spec(spec map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	var names []string
+	var namespace string
 	var nsSelector map[string]any
 	for _, k := range sortedKeys(spec) {
 		v := spec[k]
 		switch {
 		case slices.Contains(specFields, k):
 			out[k] = v
-		case k == "namespace": // v1alpha1
-			if s, _ := v.(string); s != "" {
-				names = append(names, s)
-			}
-		case k == "namespaceSelector": // v1alpha1: a LabelSelector, in some versions with namespaces inline
-			sel, _ := v.(map[string]any)
-			var ns []string
-			nsSelector, ns = splitNamespaces(sel)
-			names = append(names, ns...)
-		case k == "specificNamespace": // v1beta1
-			m, _ := v.(map[string]any)
-			for _, sk := range sortedKeys(m) {
-				switch sk {
-				case "namespace":
-					if s, _ := m[sk].(string); s != "" {
-						names = append(names, s)
-					}
-				case "namespaceSelector":
-					sel, _ := m[sk].(map[string]any)
-					var ns []string
-					nsSelector, ns = splitNamespaces(sel)
-					names = append(names, ns...)
-				default:
-					c.drop("spec.specificNamespace."+sk, "unknown to sidecarset")
-				}
-			}
+		case k == "namespace" && c.apiVersion == kruiseV1alpha1:
+			namespace, _ = v.(string)
+		case k == "namespaceSelector":
+			nsSelector = c.labelSelector("spec.namespaceSelector", v)
 		case k == "containers" || k == "initContainers":
 			list, err := c.containers(k, v)
 			if err != nil {
@@ -260,80 +370,68 @@ func (c *converter) spec(spec map[string]any) (map[string]any, error) {
 				out[k] = s
 			}
 		case k == "patchPodMetadata":
-			c.drop("spec.patchPodMetadata", "sidecarset does not write pod annotations on behalf of a SidecarSet; set them in the workloads")
-		case k == "customVersion":
-			c.drop("spec.customVersion", "sidecarset names revisions by hash (see status.latestRevision); there is no custom version to inject by")
+			c.drop("spec.patchPodMetadata", "sidecarset does not write pod annotations on behalf of a SidecarSet; set them in the workloads (the annotations OpenKruise wrote stay on its pods)")
+		case k == "customVersion" && c.apiVersion == kruiseV1beta1:
+			c.drop("spec.customVersion", customVersionWhy)
 		default:
-			c.drop("spec."+k, "unknown to sidecarset")
+			c.unknown("spec." + k)
 		}
 	}
-	sel, err := namespaceSelector(nsSelector, names)
+	sel, err := namespaceSelector(nsSelector, namespace)
 	if err != nil {
 		return nil, err
 	}
 	if sel != nil {
 		out["namespaceSelector"] = sel
 	}
+	if strategy, _ := out["updateStrategy"].(map[string]any); strategy != nil {
+		c.partition(strategy)
+	}
 	return out, nil
 }
 
-// splitNamespaces separates a Kruise namespace selector's list of names
-// from its label selector.
-func splitNamespaces(sel map[string]any) (map[string]any, []string) {
-	if sel == nil {
-		return nil, nil
-	}
-	rest := map[string]any{}
-	var names []string
-	for k, v := range sel {
-		if k == "namespaces" {
-			for _, n := range asSlice(v) {
-				if s, ok := n.(string); ok && s != "" {
-					names = append(names, s)
-				}
-			}
-			continue
-		}
-		rest[k] = v
-	}
-	if len(rest) == 0 {
-		rest = nil
-	}
-	return rest, names
-}
-
-// namespaceSelector builds ours from a label selector and namespace names:
-// one name is a matchLabels entry on kubernetes.io/metadata.name, which the
-// apiserver sets on every namespace; several are an In expression.
-func namespaceSelector(sel map[string]any, names []string) (map[string]any, error) {
-	if len(names) == 0 {
-		return sel, nil
+// labelSelector returns a metav1.LabelSelector's fields of v, dropping
+// with a warning any other (some write namespaceSelector.namespaces, which
+// no version of OpenKruise has).
+func (c *converter) labelSelector(path string, v any) map[string]any {
+	m, _ := v.(map[string]any)
+	if m == nil {
+		return nil
 	}
 	out := map[string]any{}
-	for k, v := range sel {
-		out[k] = v
-	}
-	names = slices.Compact(slices.Sorted(slices.Values(names)))
-	if len(names) == 1 {
-		labels, _ := out["matchLabels"].(map[string]any)
-		merged := map[string]any{}
-		for k, v := range labels {
-			merged[k] = v
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "matchLabels", "matchExpressions":
+			out[k] = m[k]
+		default:
+			c.unknown(path + "." + k)
 		}
-		if v, ok := merged[corev1.LabelMetadataName]; ok && v != names[0] {
-			return nil, fmt.Errorf("spec.namespace %q and a namespaceSelector on %s=%v select no namespace together", names[0], corev1.LabelMetadataName, v)
-		}
-		merged[corev1.LabelMetadataName] = names[0]
-		out["matchLabels"] = merged
-		return out, nil
 	}
-	values := make([]any, len(names))
-	for i, n := range names {
-		values[i] = n
+	return out
+}
+
+// namespaceSelector builds ours from OpenKruise's label selector and
+// v1alpha1's spec.namespace, a matchLabels entry on
+// kubernetes.io/metadata.name, which the apiserver sets on every namespace.
+// OpenKruise refuses both together; a manifest with both gets both.
+func namespaceSelector(sel map[string]any, namespace string) (map[string]any, error) {
+	if namespace == "" {
+		return sel, nil
 	}
-	out["matchExpressions"] = append(asSlice(out["matchExpressions"]), map[string]any{
-		"key": corev1.LabelMetadataName, "operator": "In", "values": values,
-	})
+	out := maps.Clone(sel)
+	if out == nil {
+		out = map[string]any{}
+	}
+	labels, _ := out["matchLabels"].(map[string]any)
+	merged := maps.Clone(labels)
+	if merged == nil {
+		merged = map[string]any{}
+	}
+	if v, ok := merged[corev1.LabelMetadataName]; ok && v != namespace {
+		return nil, fmt.Errorf("spec.namespace %q and a namespaceSelector on %s=%v select no namespace together", namespace, corev1.LabelMetadataName, v)
+	}
+	merged[corev1.LabelMetadataName] = namespace
+	out["matchLabels"] = merged
 	return out, nil
 }
 
@@ -369,11 +467,11 @@ func (c *converter) containers(key string, v any) ([]any, error) {
 			case k == "shareVolumePolicy" || k == "shareVolumeDevicePolicy":
 				c.sharePolicy(path+"."+k, v)
 			case k == "transferEnv":
-				c.drop(path+".transferEnv", "sidecarset does not copy environment variables from the pod's containers; declare them in env")
+				c.drop(path+".transferEnv", "sidecarset does not copy environment variables from the pod's containers, new pods get the declared env only; declare them in env (the pods OpenKruise injected keep their copies and are adopted with them)")
 			case k == "resourcesPolicy":
-				c.drop(path+".resourcesPolicy", "sidecarset does not size sidecars from the pod's containers; declare resources")
+				c.drop(path+".resourcesPolicy", "sidecarset does not size sidecars from the pod's containers; declare resources (the pods OpenKruise sized this way differ from the declaration and are not adopted)")
 			default:
-				c.drop(path+"."+k, "unknown to sidecarset")
+				c.unknown(path + "." + k)
 			}
 		}
 		name, _ := ctr["name"].(string)
@@ -398,11 +496,11 @@ func (c *converter) upgradeStrategy(path string, v any) {
 		case k == "upgradeType" && (val == "" || val == "ColdUpgrade"):
 			c.same(path+".upgradeType", "ColdUpgrade (restart the sidecar with the new image) is how sidecarset updates in place")
 		case k == "upgradeType":
-			c.drop(path+".upgradeType", fmt.Sprintf("%v is not supported: sidecarset restarts the sidecar with the new image (ColdUpgrade)", val))
+			c.drop(path+".upgradeType", fmt.Sprintf("%v is not supported: sidecarset restarts the sidecar with the new image (ColdUpgrade); the pods OpenKruise injected for a hot upgrade run the sidecar as NAME-1 and NAME-2 and are not adopted", val))
 		case k == "hotUpgradeEmptyImage":
 			c.drop(path+".hotUpgradeEmptyImage", "hot upgrade is not supported")
 		default:
-			c.drop(path+"."+k, "unknown to sidecarset")
+			c.unknown(path + "." + k)
 		}
 	}
 }
@@ -414,9 +512,9 @@ func (c *converter) sharePolicy(path string, v any) {
 		case k == "type" && (val == "" || strings.EqualFold(val, "disabled")):
 			c.same(path+".type", "disabled: sidecarset mounts only the volumes a sidecar declares")
 		case k == "type":
-			c.drop(path+".type", fmt.Sprintf("%s is not supported: sidecarset mounts only the volumes a sidecar declares; list the app's volumeMounts (and the volumes) in the sidecar", val))
+			c.drop(path+".type", fmt.Sprintf("%s is not supported: sidecarset mounts only the volumes a sidecar declares; list the app's volumeMounts (and the volumes) in the sidecar (the pods OpenKruise injected keep the shared ones and are adopted with them)", val))
 		default:
-			c.drop(path+"."+k, "unknown to sidecarset")
+			c.unknown(path + "." + k)
 		}
 	}
 }
@@ -426,8 +524,12 @@ func (c *converter) updateStrategy(v any) map[string]any {
 	out := map[string]any{}
 	for _, k := range sortedKeys(m) {
 		switch k {
-		case "type", "paused", "selector", "partition", "maxUnavailable":
+		case "type", "paused", "partition", "maxUnavailable":
 			out[k] = m[k]
+		case "selector":
+			if sel := c.labelSelector("spec.updateStrategy.selector", m[k]); sel != nil {
+				out[k] = sel
+			}
 		case "scatterStrategy":
 			if len(asSlice(m[k])) > 0 {
 				c.drop("spec.updateStrategy.scatterStrategy", "sidecarset updates pods in namespace/name order, not-ready pods first")
@@ -435,10 +537,77 @@ func (c *converter) updateStrategy(v any) map[string]any {
 		case "priorityStrategy":
 			c.drop("spec.updateStrategy.priorityStrategy", "sidecarset updates pods in namespace/name order, not-ready pods first")
 		default:
-			c.drop("spec.updateStrategy."+k, "unknown to sidecarset")
+			c.unknown("spec.updateStrategy." + k)
 		}
 	}
 	return out
+}
+
+// partition warns where a percentage partition keeps other pods than it
+// does in OpenKruise (pkg/controller/sidecarset/sidecarset_strategy.go and
+// util.CalculatePartitionReplicas there). OpenKruise takes the percentage
+// of all matched pods, rounded up, and lowers it to one pod fewer than all
+// when it would keep every pod while under 100%; it then updates the
+// selected pods not yet updated beyond that count. sidecarset takes the
+// percentage of the selected pods, rounded up, and keeps exactly that
+// (rollout.Next). The conversion keeps sidecarset's meaning: the equivalent
+// percentage depends on how many pods match and are selected when the
+// rollout runs, which a manifest does not say, whereas an integer partition
+// means the same in both, which the warning offers.
+//
+// Worked cases:
+//
+//	partition 90%, no selector          → with 2 to 9 pods OpenKruise updates one, sidecarset none (5 pods: 1 and 0)
+//	partition 50% or less, no selector  → the same in both: no warning
+//	partition 50%, selector             → of 10 matched pods with 2 selected, OpenKruise updates 0, sidecarset 1
+//	partition 0%, 100%, or 3 (selector or not) → the same in both: no warning
+func (c *converter) partition(strategy map[string]any) {
+	s, ok := strategy["partition"].(string)
+	if !ok {
+		return
+	}
+	p := intstr.FromString(s)
+	pct, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+	if err != nil || !strings.HasSuffix(s, "%") || pct <= 0 || pct >= 100 {
+		return
+	}
+	if _, ok := strategy["selector"]; ok {
+		for _, matched := range []int{10, 20, 50, 100} {
+			for selected := 1; selected < matched; selected++ {
+				kruise, ours := kruiseUpdates(p, matched, selected), oursUpdates(p, selected)
+				if kruise != ours {
+					c.warn("spec.updateStrategy.partition %s with updateStrategy.selector: OpenKruise takes the percentage of all matched pods (and updates at least one pod while it is under 100%%), then updates the selected pods beyond that count; sidecarset takes it of the selected pods: of %d matched pods with %d selected, OpenKruise updates %d, sidecarset %d; an integer partition means the same in both", s, matched, selected, kruise, ours)
+					return
+				}
+			}
+		}
+		return
+	}
+	// The pod counts where rounding up keeps every pod: n*pct > 100*(n-1).
+	upTo := (100+(100-pct)-1)/(100-pct) - 1
+	if upTo < 2 {
+		return
+	}
+	example := min(5, upTo)
+	c.warn("spec.updateStrategy.partition %s: OpenKruise updates at least one pod while a percentage partition is under 100%%, sidecarset keeps %s of the pods rounded up: with 2 to %d pods it updates none where OpenKruise updates one (%d pods: OpenKruise updates %d, sidecarset %d, and its status says Complete); an integer partition means the same in both",
+		s, s, upTo, example, kruiseUpdates(p, example, example), oursUpdates(p, example))
+}
+
+// kruiseUpdates is how many of selected pods, none updated, OpenKruise
+// updates in all with partition p over matched pods.
+func kruiseUpdates(p intstr.IntOrString, matched, selected int) int {
+	keep, _ := intstr.GetScaledValueFromIntOrPercent(&p, matched, true)
+	if matched > 1 && keep >= matched && p.StrVal != "100%" {
+		keep = matched - 1
+	}
+	return max(selected-keep, 0)
+}
+
+// oursUpdates is how many of selected pods, none updated, sidecarset
+// updates in all with partition p (rollout.Next's Target).
+func oursUpdates(p intstr.IntOrString, selected int) int {
+	keep, _ := intstr.GetScaledValueFromIntOrPercent(&p, selected, true)
+	return selected - min(keep, selected)
 }
 
 func (c *converter) injectionStrategy(v any) map[string]any {
@@ -451,7 +620,7 @@ func (c *converter) injectionStrategy(v any) map[string]any {
 		case "revision":
 			c.drop("spec.injectionStrategy.revision", "sidecarset always injects the latest revision into new pods; roll out with updateStrategy.partition instead")
 		default:
-			c.drop("spec.injectionStrategy."+k, "unknown to sidecarset")
+			c.unknown("spec.injectionStrategy." + k)
 		}
 	}
 	return out

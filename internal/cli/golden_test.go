@@ -109,13 +109,17 @@ func TestInjectOfflineErrors(t *testing.T) {
 
 func TestConvert(t *testing.T) {
 	for _, name := range []string{
-		// apps.kruise.io/v1alpha1 with every field sidecarset lacks.
+		// apps.kruise.io/v1alpha1 with every spec field of OpenKruise's
+		// API: spec.namespace, a partition percentage with a selector.
 		"v1alpha1",
-		// apps.kruise.io/v1beta1: specificNamespace, customVersion.
+		// apps.kruise.io/v1beta1: namespaceSelector, customVersion, a canary
+		// set, a partition percentage OpenKruise rounds otherwise, and
+		// fields no version of OpenKruise has.
 		"v1beta1",
-		// A List from kubectl get -o yaml, server-set metadata and status,
-		// namespaceSelector.namespaces, and a document that is not a
-		// SidecarSet.
+		// A List from kubectl get -o yaml: OpenKruise's defaults, its hash
+		// annotations, kubectl's last applied configuration, server-set
+		// metadata and status; namespaceSelector.namespaces, which
+		// OpenKruise's API lacks; documents that are not SidecarSets.
 		"list",
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -12,6 +14,16 @@ import (
 // serviceAccountMountPath is where the ServiceAccount admission plugin mounts
 // the API token into every container that does not mount that path itself.
 const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// OpenKruise's injection marks. Its pod webhook appends the env var
+// IS_INJECTED=true to every container it injects, and records every
+// injection in the pod annotation kruise.io/sidecarset-hash; every release
+// has written both.
+const (
+	KruiseInjectedEnv      = "IS_INJECTED"
+	KruiseHashAnnotation   = "kruise.io/sidecarset-hash"
+	kruiseInjectedEnvValue = "true"
+)
 
 // Adoptable reports whether set, with adoptionPolicy SameName, may take over
 // pod: a pod its selectors match that carries no record of it (created
@@ -34,6 +46,13 @@ const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 // adopts pods whose policy matches it. Anything else that admission added (a
 // LimitRange's default resources, say) makes the pod not adoptable: it stays
 // unmanaged and counted.
+//
+// A container OpenKruise injected is the same sidecar too when it differs
+// only by what Kruise adds on injection (see withoutKruiseAdditions), so a
+// SidecarSet converted from Kruise's takes over the pods Kruise injected
+// without restarting them. Kruise's hot-upgrade containers (renamed NAME-1,
+// NAME-2) and the resources its resourcesPolicy computes are not the
+// declared sidecar: those pods stay unmanaged.
 //
 // A pod that opted out of injection (annotation sidecarset.dev/inject
 // "false") is not adoptable: taking it over would inject by other means what
@@ -66,6 +85,10 @@ func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 		}
 	}
 	hostNetwork := pod.Spec.HostNetwork
+	var kruiseApps []corev1.Container
+	if pod.Annotations[KruiseHashAnnotation] != "" {
+		kruiseApps = kruiseAppContainers(pod, hostNetwork)
+	}
 	for _, lists := range []struct {
 		declared []v1alpha1.SidecarContainer
 		inPod    []corev1.Container
@@ -75,7 +98,7 @@ func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 	} {
 		for _, d := range lists.declared {
 			c, ok := byName(lists.inPod, d.Name)
-			if !ok || claimed[d.Name] || !sameExceptImage(d.Container, c, hostNetwork) {
+			if !ok || claimed[d.Name] || !sameExceptImage(d.Container, c, hostNetwork, kruiseApps) {
 				return false
 			}
 		}
@@ -117,17 +140,101 @@ func AdoptionRecord(pod *corev1.Pod, set *v1alpha1.SidecarSet) revision.SetState
 }
 
 // sameExceptImage compares a declared sidecar with a pod's container of the
-// same name, as Adoptable documents.
-func sameExceptImage(declared, inPod corev1.Container, hostNetwork bool) bool {
+// same name, as Adoptable documents. kruiseApps, non-nil only in a pod that
+// carries Kruise's annotation, are the pod's app containers, defaulted.
+func sameExceptImage(declared, inPod corev1.Container, hostNetwork bool, kruiseApps []corev1.Container) bool {
 	declared.Image = inPod.Image
 	want := defaulted(declared, hostNetwork)
 	got := defaulted(inPod, hostNetwork)
 	if !mountsAt(want, serviceAccountMountPath) {
 		got.VolumeMounts = withoutMountAt(got.VolumeMounts, serviceAccountMountPath)
 	}
+	if kruiseApps != nil {
+		got = withoutKruiseAdditions(want, got, kruiseApps)
+	}
 	// Semantic equality compares quantities by value and treats nil and
 	// empty lists alike, as the apiserver's round trip does.
 	return equality.Semantic.DeepEqual(want, got)
+}
+
+// withoutKruiseAdditions returns got, a pod's container, without what
+// OpenKruise's webhook added to the declared container want when it injected
+// it, or got unchanged when it does not look exactly so. Kruise (the pod
+// webhook in pkg/webhook/pod/mutating/sidecarset.go) builds the injected
+// container from the declared one by appending, in this order:
+//
+//   - to env: IS_INJECTED=true, then the env vars transferEnv names and the
+//     ones a shared mount's subPathExpr refers to, each copied from an app
+//     container;
+//   - to volumeMounts, with shareVolumePolicy enabled: the app containers'
+//     mounts at paths the sidecar does not use;
+//   - to volumeDevices, with shareVolumeDevicePolicy enabled: the app
+//     containers' devices likewise.
+//
+// "App containers" are, as for Kruise, the pod's regular containers that do
+// not carry the IS_INJECTED mark themselves. So got is taken as Kruise's
+// when its env holds IS_INJECTED=true right after the declared env, and
+// every entry after the mark, and after the declared mounts and devices,
+// equals one of an app container. The declared part itself must still
+// equal want: nothing else is tolerated.
+//
+// Worked cases, the declared exporter with env [POD], mounts [conf], app
+// mysql with env [POD_IP, PORT] and mounts [data]:
+//
+//	env [POD, IS_INJECTED=true]                     → Kruise's: env [POD]
+//	env [POD, IS_INJECTED=true, POD_IP]             → Kruise's (transferEnv)
+//	env [POD, IS_INJECTED=true], mounts [conf data] → Kruise's (shareVolumePolicy)
+//	env [POD, IS_INJECTED=true, DEBUG=1]            → not: DEBUG is no app's
+//	env [IS_INJECTED=true, POD]                     → not: the mark is misplaced
+//	env [POD, IS_INJECTED=false]                    → not: Kruise writes "true"
+func withoutKruiseAdditions(want, got corev1.Container, apps []corev1.Container) corev1.Container {
+	n := len(want.Env)
+	if len(got.Env) <= n || !isKruiseMark(got.Env[n]) {
+		return got
+	}
+	extraEnv := got.Env[n+1:]
+	extraMounts := got.VolumeMounts[min(len(want.VolumeMounts), len(got.VolumeMounts)):]
+	extraDevices := got.VolumeDevices[min(len(want.VolumeDevices), len(got.VolumeDevices)):]
+	for _, e := range extraEnv {
+		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.Env, e) }) {
+			return got
+		}
+	}
+	for _, m := range extraMounts {
+		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.VolumeMounts, m) }) {
+			return got
+		}
+	}
+	for _, d := range extraDevices {
+		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.VolumeDevices, d) }) {
+			return got
+		}
+	}
+	got.Env = got.Env[:n]
+	got.VolumeMounts = got.VolumeMounts[:len(got.VolumeMounts)-len(extraMounts)]
+	got.VolumeDevices = got.VolumeDevices[:len(got.VolumeDevices)-len(extraDevices)]
+	return got
+}
+
+// kruiseAppContainers returns the pod's regular containers that carry no
+// IS_INJECTED mark, defaulted as the pod's sidecars are compared: the
+// containers Kruise copies env vars, mounts and devices from.
+func kruiseAppContainers(pod *corev1.Pod, hostNetwork bool) []corev1.Container {
+	apps := []corev1.Container{}
+	for _, c := range pod.Spec.Containers {
+		if !slices.ContainsFunc(c.Env, isKruiseMark) {
+			apps = append(apps, defaulted(c, hostNetwork))
+		}
+	}
+	return apps
+}
+
+func isKruiseMark(e corev1.EnvVar) bool {
+	return e.Name == KruiseInjectedEnv && e.Value == kruiseInjectedEnvValue && e.ValueFrom == nil
+}
+
+func containsSemantic[T any](list []T, v T) bool {
+	return slices.ContainsFunc(list, func(x T) bool { return equality.Semantic.DeepEqual(x, v) })
 }
 
 // defaulted returns c with the defaults the apiserver gives a pod's

@@ -282,3 +282,186 @@ func TestAdoptionRecord(t *testing.T) {
 		})
 	}
 }
+
+// kruiseInjected returns a pod as OpenKruise's webhook would have injected
+// set into it (before the apiserver's defaults, which preexisting applies):
+// the app container mysql with an env var and a data volume mount, each
+// sidecar with IS_INJECTED=true appended to its declared env, and the pod
+// annotations Kruise writes on every injection. change edits the sidecars
+// before the apiserver's defaults, as Kruise's webhook did.
+func kruiseInjected(set *v1alpha1.SidecarSet, image string, change func(exporter, shipper *corev1.Container)) *corev1.Pod {
+	exporter := *set.Spec.Containers[0].Container.DeepCopy()
+	exporter.Image = image
+	shipper := *set.Spec.InitContainers[0].Container.DeepCopy()
+	for _, c := range []*corev1.Container{&exporter, &shipper} {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "IS_INJECTED", Value: "true"})
+	}
+	if change != nil {
+		change(&exporter, &shipper)
+	}
+	app := corev1.Container{Name: "mysql", Image: "mysql:8",
+		Env: []corev1.EnvVar{
+			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "MYSQL_PORT", Value: "3306"},
+		},
+		VolumeMounts:  []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
+		VolumeDevices: []corev1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvda"}},
+	}
+	return testutil.Pod(testNS, "kruise-0").Labels(map[string]string{"app": "db"}).
+		Annotations(map[string]string{
+			"kruise.io/sidecarset-hash":               `{"mysql-sidecars":{"updateTimestamp":"2026-01-02T03:04:05Z","hash":"5d8c7f","sidecarSetName":"mysql-sidecars","sidecarList":["exporter","shipper"],"controllerRevision":"mysql-sidecars-7b9f"}}`,
+			"kruise.io/sidecarset-hash-without-image": `{"mysql-sidecars":{"updateTimestamp":"2026-01-02T03:04:05Z","hash":"wv48x2","sidecarSetName":"mysql-sidecars","sidecarList":["exporter","shipper"]}}`,
+			"kruise.io/sidecarset-injected-list":      "mysql-sidecars",
+		}).
+		Containers(apiserverDefaulted(exporter, corev1.PullIfNotPresent), apiserverDefaulted(app, corev1.PullIfNotPresent)).
+		InitContainers(apiserverDefaulted(shipper, corev1.PullIfNotPresent)).
+		Obj()
+}
+
+// TestAdoptableKruiseInjected: pods OpenKruise injected are the same sidecar
+// when the container differs from the declared one only by what Kruise adds
+// on injection, in the places it adds it: IS_INJECTED=true right after the
+// declared env; after it, copies of the app containers' env vars
+// (transferEnv, and the vars a shared mount's subPathExpr names); after the
+// declared volume mounts and devices, copies of the app containers' ones
+// (shareVolumePolicy, shareVolumeDevicePolicy). Only in a pod that carries
+// Kruise's kruise.io/sidecarset-hash annotation; anything else still makes
+// the pod not adoptable.
+func TestAdoptableKruiseInjected(t *testing.T) {
+	podIP := corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}
+	data := corev1.VolumeMount{Name: "data", MountPath: "/var/lib/mysql"}
+	tests := []struct {
+		name string
+		// set edits the declared set, change the sidecars Kruise injected,
+		// pod the pod after the apiserver's defaults.
+		set    func(set *v1alpha1.SidecarSet)
+		change func(exporter, shipper *corev1.Container)
+		pod    func(pod *corev1.Pod)
+		want   bool
+	}{
+		{
+			name: "IS_INJECTED appended to both sidecars, older image",
+			want: true,
+		},
+		{
+			name: "transferEnv copied the app's POD_IP and MYSQL_PORT after the mark",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Env = append(exporter.Env, podIP, corev1.EnvVar{Name: "MYSQL_PORT", Value: "3306"})
+			},
+			want: true,
+		},
+		{
+			name: "shareVolumePolicy and shareVolumeDevicePolicy copied the app's mount and device",
+			change: func(exporter, shipper *corev1.Container) {
+				exporter.VolumeMounts = append(exporter.VolumeMounts, data)
+				exporter.VolumeDevices = append(exporter.VolumeDevices, corev1.VolumeDevice{Name: "raw", DevicePath: "/dev/xvda"})
+				shipper.VolumeMounts = append(shipper.VolumeMounts, data)
+			},
+			want: true,
+		},
+		{
+			name: "no Kruise annotation on the pod: IS_INJECTED is an env var like any other",
+			pod:  func(pod *corev1.Pod) { pod.Annotations = nil },
+			want: false,
+		},
+		{
+			name: "only the injected-list annotation, which Kruise before 0.9 did not write, is not enough",
+			pod: func(pod *corev1.Pod) {
+				pod.Annotations = map[string]string{"kruise.io/sidecarset-injected-list": "mysql-sidecars"}
+			},
+			want: false,
+		},
+		{
+			name: "IS_INJECTED is not true",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Env[len(exporter.Env)-1].Value = "false"
+			},
+			want: false,
+		},
+		{
+			name: "IS_INJECTED before a declared env var: not where Kruise puts it",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Env[0], exporter.Env[1] = exporter.Env[1], exporter.Env[0]
+			},
+			want: false,
+		},
+		{
+			name: "an env var after the mark that no app container has",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Env = append(exporter.Env, corev1.EnvVar{Name: "DEBUG", Value: "1"})
+			},
+			want: false,
+		},
+		{
+			name: "an app's env var name after the mark with another value",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Env = append(exporter.Env, corev1.EnvVar{Name: "MYSQL_PORT", Value: "3307"})
+			},
+			want: false,
+		},
+		{
+			name: "a mount no app container has",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.VolumeMounts = append(exporter.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+			},
+			want: false,
+		},
+		{
+			name: "a mount only another injected sidecar has: Kruise shares the app containers' only",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.VolumeMounts = append(exporter.VolumeMounts, corev1.VolumeMount{Name: "logs", MountPath: "/logs"})
+			},
+			pod: func(pod *corev1.Pod) {
+				pod.Spec.Containers = append(pod.Spec.Containers, apiserverDefaulted(corev1.Container{
+					Name: "envoy", Image: "envoy:1",
+					Env:          []corev1.EnvVar{{Name: "IS_INJECTED", Value: "true"}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}},
+				}, corev1.PullIfNotPresent))
+			},
+			want: false,
+		},
+		{
+			name: "a declared mount is missing, the app's is there instead",
+			set: func(set *v1alpha1.SidecarSet) {
+				set.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/exporter"}}
+			},
+			change: func(exporter, _ *corev1.Container) {
+				exporter.VolumeMounts = []corev1.VolumeMount{data}
+			},
+			want: false,
+		},
+		{
+			name: "resources Kruise's resourcesPolicy computed: not what the set declares",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+			},
+			want: false,
+		},
+		{
+			name: "hot upgrade renamed the sidecar exporter-1",
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Name = "exporter-1"
+			},
+			want: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := adoptSet("exporter:v2")
+			if tt.set != nil {
+				tt.set(set)
+			}
+			pod := kruiseInjected(set, "exporter:v1", tt.change)
+			if tt.pod != nil {
+				tt.pod(pod)
+			}
+			podBefore := pod.DeepCopy()
+			if got := Adoptable(pod, set); got != tt.want {
+				t.Errorf("Adoptable = %v, want %v", got, tt.want)
+			}
+			if diff := cmp.Diff(podBefore, pod); diff != "" {
+				t.Errorf("Adoptable modified the pod (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
