@@ -101,7 +101,9 @@ func TestWaitingVerbsRetry(t *testing.T) {
 // TestExitCodes: each exit code, from the verbs that give it.
 func TestExitCodes(t *testing.T) {
 	f := newFixture(t)
-	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	// A readiness probe, which a never-ready image never passes on either
+	// node kind.
+	f.CreateSet(f.SidecarSet("exporter:v1", 1))
 	f.CreatePods(2, nil, nil)
 	f.complete(2)
 
