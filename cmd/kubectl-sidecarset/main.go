@@ -15,7 +15,8 @@ import (
 )
 
 func main() {
-	// Ctrl-C cancels the context, so waiting verbs stop and clean up
+	// The exit code tells scripts what happened (cli.ExitCode; listed in
+	// every verb's --help). Ctrl-C cancels the context, so waiting verbs stop and clean up
 	// (preflight deletes its probe SidecarSet).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -23,6 +24,6 @@ func main() {
 	if err := cli.NewCmdRoot(o).ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		stop()
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err))
 	}
 }

@@ -204,6 +204,7 @@ func TestJudgeValidation(t *testing.T) {
 		{errors.New(`admission webhook "sidecarsets.sidecarset.dev" denied the request: spec.selector: Invalid`), true, "refused an invalid probe"},
 		{errors.New(`Internal error occurred: failed calling webhook "sidecarsets.sidecarset.dev": connection refused`), false, "registered but not answering"},
 		{errors.New("forbidden"), false, "dry-run create of a probe SidecarSet failed: forbidden"},
+		{errors.New(`admission webhook "policy.example.com" denied the request: no`), false, `another admission webhook, "policy.example.com", refused the probe SidecarSet before ours answered`},
 	} {
 		answered, detail := judgeValidation(tc.err)
 		if answered != tc.answered || !strings.Contains(detail, tc.detail) {

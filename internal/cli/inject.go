@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -29,8 +28,9 @@ import (
 // NewCmdInject returns `inject -f FILE`.
 func NewCmdInject(o *Options) *cobra.Command {
 	var file, setsFile string
+	exclude := DefaultExcludedNamespaces
 	cmd := &cobra.Command{
-		Use:   "inject -f FILE|- [--sidecarsets FILE]",
+		Use:   "inject -f FILE|- [--sidecarsets FILE] [--exclude-namespaces NS,...]",
 		Short: "Print manifests with the matching SidecarSets injected, without a webhook",
 		Long: `Read Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs
 (multi-document YAML, or a List) and print them with the matching SidecarSets
@@ -39,10 +39,17 @@ records included: pods created from a printed template are not injected again.
 Other documents are printed as they came. Admission warnings go to stderr.
 
 The SidecarSets come from the cluster, or from --sidecarsets FILE, which needs
-no cluster at all. An object's namespace is its own, else -n, else "default".
-Namespace labels (for namespaceSelector) come from Namespace documents in the
-input, else from the cluster; offline, a namespace not in the input is known by
-its name only (kubernetes.io/metadata.name).`,
+no cluster at all. The webhook injects by the namespace a pod is created in, so
+an object's namespace is its own, else -n, else the kubeconfig context's (where
+kubectl apply -f would create it; a warning says so); with none of these the
+object is refused rather than assumed to go to "default". Namespace labels (for
+namespaceSelector) come from Namespace documents in the input (inside a List
+too), else from the cluster; offline, a namespace not in the input is known by
+its name only (kubernetes.io/metadata.name).
+
+The pod webhook never sees the namespaces the chart's webhook.excludeNamespaces
+lists, nor the manager's own (--manager-namespace): objects there are printed
+as they came. --exclude-namespaces models that list; its default is the chart's.`,
 		Example: `  # What would the webhook do to this Deployment?
   kubectl sidecarset inject -f deploy.yaml
 
@@ -51,9 +58,10 @@ its name only (kubernetes.io/metadata.name).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return errors.New("-f is required: a file of Pods and workloads, or - for standard input")
+				return usageErrorf("-f is required: a file of Pods and workloads, or - for standard input")
 			}
-			opts := InjectOptions{Namespace: o.Namespace(), ManagerNamespace: o.ManagerNamespace}
+			opts := InjectOptions{Namespace: o.Namespace(), ContextNamespace: o.contextNamespace(),
+				ManagerNamespace: o.ManagerNamespace, ExcludedNamespaces: exclude}
 			var c client.Reader
 			if setsFile != "" {
 				f, err := openInput(setsFile, o.In)
@@ -86,15 +94,43 @@ its name only (kubernetes.io/metadata.name).`,
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "File of Pods and workloads to inject, or - for standard input")
 	cmd.Flags().StringVar(&setsFile, "sidecarsets", "", "File of SidecarSets to inject instead of the cluster's (no cluster needed)")
+	cmd.Flags().StringSliceVar(&exclude, "exclude-namespaces", exclude,
+		"Namespaces the pod webhook never sees (the chart's webhook.excludeNamespaces); the manager's namespace is always added")
 	return cmd
+}
+
+// DefaultExcludedNamespaces are the chart's default webhook.excludeNamespaces
+// (charts/sidecarset/values.yaml), to which the chart adds the release
+// namespace.
+var DefaultExcludedNamespaces = []string{metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// contextNamespace is the namespace the kubeconfig's current (or --context)
+// context sets, "" when it sets none or there is no kubeconfig.
+func (o *Options) contextNamespace() string {
+	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return ""
+	}
+	name := raw.CurrentContext
+	if o.ConfigFlags.Context != nil && *o.ConfigFlags.Context != "" {
+		name = *o.ConfigFlags.Context
+	}
+	if ctx, ok := raw.Contexts[name]; ok {
+		return ctx.Namespace
+	}
+	return ""
 }
 
 // InjectOptions say what Inject injects and where.
 type InjectOptions struct {
-	// Namespace is the namespace of objects without one; empty means
-	// "default".
-	Namespace        string
-	ManagerNamespace string
+	// Namespace (-n) is the namespace of objects without one, else
+	// ContextNamespace (the kubeconfig context's); an object with none of
+	// the three is refused.
+	Namespace, ContextNamespace string
+	ManagerNamespace            string
+	// ExcludedNamespaces are never injected: the pod webhook does not see
+	// them. ManagerNamespace is added.
+	ExcludedNamespaces []string
 	// SidecarSets, when not nil, are injected instead of the cluster's, and
 	// the cluster is not read at all.
 	SidecarSets []*v1alpha1.SidecarSet
@@ -121,17 +157,13 @@ func Inject(ctx context.Context, c client.Reader, in io.Reader, out, errOut io.W
 	if err != nil {
 		return err
 	}
-	j := &injector{ctx: ctx, c: c, errOut: errOut, opts: opts, described: map[string]*corev1.Namespace{}, namespaces: map[string]*corev1.Namespace{}}
+	j := &injector{ctx: ctx, c: c, errOut: errOut, opts: opts, described: map[string]*corev1.Namespace{}, namespaces: map[string]*corev1.Namespace{}, excludedWarned: map[string]bool{}}
 	if j.sets, err = j.sidecarSets(); err != nil {
 		return err
 	}
 	for _, d := range docs {
-		if api, kind := d.kind(); kind == "Namespace" && api == "v1" {
-			ns := &corev1.Namespace{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.obj, ns); err != nil {
-				return fmt.Errorf("%s, %s: %w", source, d.describe(), err)
-			}
-			j.described[ns.Name] = ns
+		if err := j.describe(d.obj); err != nil {
+			return fmt.Errorf("%s, %s: %w", source, d.describe(), err)
 		}
 	}
 	outDocs := make([][]byte, 0, len(docs))
@@ -162,6 +194,37 @@ type injector struct {
 	// described are the Namespace documents of the input; namespaces are
 	// the namespaces looked up so far.
 	described, namespaces map[string]*corev1.Namespace
+	// excludedWarned are the excluded namespaces warned about.
+	excludedWarned map[string]bool
+}
+
+// describe records the Namespace obj is, or those inside it if it is a
+// List (of any depth), for their labels.
+func (j *injector) describe(obj map[string]any) error {
+	apiVersion, _ := obj["apiVersion"].(string)
+	switch kind, _ := obj["kind"].(string); {
+	case apiVersion == "v1" && kind == "Namespace":
+		ns := &corev1.Namespace{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, ns); err != nil {
+			return err
+		}
+		j.described[ns.Name] = ns
+	case apiVersion == "v1" && (kind == "List" || kind == "NamespaceList"):
+		items, _ := obj["items"].([]any)
+		for i, item := range items {
+			m, ok := item.(map[string]any)
+			if !ok {
+				continue
+			}
+			if kind == "NamespaceList" {
+				m["apiVersion"], m["kind"] = "v1", "Namespace"
+			}
+			if err := j.describe(m); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (j *injector) warn(what, msg string) {
@@ -290,10 +353,27 @@ func (j *injector) decode(u map[string]any, into any, what string) error {
 }
 
 // inject runs inject.Inject on pod in namespace ns (its own, else -n, else
-// default), prints its warnings, and returns the injected pod, nil when no
-// SidecarSet matched.
+// the kubeconfig context's), prints its warnings, and returns the injected
+// pod, nil when no SidecarSet matched or the webhook would not see the
+// namespace.
 func (j *injector) inject(pod *corev1.Pod, ns, what string) (*corev1.Pod, error) {
-	ns = cmp.Or(ns, cmp.Or(j.opts.Namespace, corev1.NamespaceDefault))
+	switch {
+	case ns != "":
+	case j.opts.Namespace != "":
+		ns = j.opts.Namespace
+	case j.opts.ContextNamespace != "":
+		ns = j.opts.ContextNamespace
+		j.warn(what, fmt.Sprintf("no metadata.namespace: injected as in namespace %s, the kubeconfig context's, where kubectl apply -f would create it; give -n to choose", ns))
+	default:
+		return nil, fmt.Errorf("no metadata.namespace, no -n, and the kubeconfig context sets none: the webhook injects by the namespace a pod is created in; give -n NAMESPACE")
+	}
+	if ns == j.opts.ManagerNamespace || slices.Contains(j.opts.ExcludedNamespaces, ns) {
+		if !j.excludedWarned[ns] {
+			j.warn("namespace "+ns, "the pod webhook never sees it (--exclude-namespaces, or the manager's namespace): nothing injected there")
+			j.excludedWarned[ns] = true
+		}
+		return nil, nil
+	}
 	pod.Namespace = ns
 	nsObj, err := j.namespace(ns)
 	if err != nil {

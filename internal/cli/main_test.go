@@ -85,10 +85,20 @@ func kubectl(t *testing.T, terminal bool, args ...string) result {
 // execute runs the command with stdin.
 func execute(t *testing.T, terminal bool, stdin string, args ...string) result {
 	t.Helper()
+	return executeWith(t, terminal, stdin, nil, args...)
+}
+
+// executeWith runs the command with stdin and the options as configure
+// changes them.
+func executeWith(t *testing.T, terminal bool, stdin string, configure func(*cli.Options), args ...string) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	o := cli.NewOptions(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
 	o.IsTerminal = func(io.Writer) bool { return terminal }
 	o.PollInterval = 100 * time.Millisecond
+	if configure != nil {
+		configure(o)
+	}
 	cmd := cli.NewCmdRoot(o)
 	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
 	err := cmd.ExecuteContext(t.Context())

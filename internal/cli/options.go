@@ -9,12 +9,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +43,9 @@ type Options struct {
 	IsTerminal func(w io.Writer) bool
 	// PollInterval is how often the waiting verbs read the cluster.
 	PollInterval time.Duration
+	// Backoff is how the waiting verbs retry a call that failed
+	// transiently (see transient).
+	Backoff wait.Backoff
 }
 
 // NewOptions returns the options of a real run on streams.
@@ -51,6 +56,7 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 		ManagerNamespace: DefaultManagerNamespace,
 		IsTerminal:       isTerminal,
 		PollInterval:     time.Second,
+		Backoff:          DefaultBackoff,
 	}
 }
 
@@ -65,9 +71,10 @@ func isTerminal(w io.Writer) bool {
 func (o *Options) Client() (client.Client, error) {
 	cfg, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load the kubeconfig (see --kubeconfig, --context): %w", err)
+		return nil, fmt.Errorf("%w: load the kubeconfig (see --kubeconfig, --context): %w", ErrUnreachable, err)
 	}
 	cfg.UserAgent = "kubectl-sidecarset"
+	cfg.WarningHandlerWithContext = warningHandler{out: o.ErrOut}
 	// client-go's default of 5 requests a second makes the waiting verbs
 	// and restart-unmanaged's listings crawl.
 	if cfg.QPS == 0 {
@@ -78,6 +85,44 @@ func (o *Options) Client() (client.Client, error) {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
 	return c, nil
+}
+
+// warningHandler prints the apiserver's warnings (admission warnings among
+// them) as kubectl does, unless the call's context collects them
+// (withWarnings).
+type warningHandler struct{ out io.Writer }
+
+type warningsKey struct{}
+
+// withWarnings returns a context whose calls collect their warnings into
+// the returned slice rather than printing them.
+func withWarnings(ctx context.Context) (context.Context, *[]string) {
+	w := &[]string{}
+	return context.WithValue(ctx, warningsKey{}, w), w
+}
+
+func (h warningHandler) HandleWarningHeaderWithContext(ctx context.Context, code int, _ string, text string) {
+	// 299 is the only code warnings are sent with.
+	if code != 299 || text == "" {
+		return
+	}
+	if w, ok := ctx.Value(warningsKey{}).(*[]string); ok {
+		*w = append(*w, text)
+		return
+	}
+	fmt.Fprintf(h.out, "Warning: %s\n", text)
+}
+
+// RetryingClient is Client for the waiting verbs (status -w, rollout run,
+// restart-unmanaged): a call that fails transiently is retried with
+// o.Backoff, saying so on standard error, rather than ending a wait that
+// may have run for minutes.
+func (o *Options) RetryingClient() (client.Client, error) {
+	c, err := o.Client()
+	if err != nil {
+		return nil, err
+	}
+	return &retryingClient{Client: c, backoff: o.Backoff, warn: o.ErrOut}, nil
 }
 
 // Namespace returns the namespace given with -n, or "" when none was: the

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ func validateOutput(format string) error {
 	case OutputTable, OutputWide, OutputJSON, OutputYAML:
 		return nil
 	}
-	return fmt.Errorf("--output %q: must be one of wide, json, yaml", format)
+	return usageErrorf("--output %q: must be one of wide, json, yaml", format)
 }
 
 // isTable reports whether format prints a table rather than objects.

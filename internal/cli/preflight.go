@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -24,10 +26,35 @@ const (
 	// LabelPreflight marks the probe SidecarSet, and selects the probe pods
 	// by a random value.
 	LabelPreflight = "sidecarset.dev/preflight"
+	// AnnotationPreflightExpires on a probe SidecarSet is when its run
+	// ends at the latest (RFC 3339); a later run deletes it after that.
+	AnnotationPreflightExpires = "sidecarset.dev/preflight-expires"
 	// PreflightContainer is the probe sidecar's name.
 	PreflightContainer = "sidecarset-preflight-probe"
 	preflightImage     = "registry.k8s.io/pause:3.10"
+	// SidecarSetWebhook is the name of the manager's SidecarSet webhooks
+	// (validating and defaulting), as admission errors name them.
+	SidecarSetWebhook = "sidecarsets.sidecarset.dev"
 )
+
+// preflightSecurity makes the probe containers pass Pod Security
+// "restricted", so that a namespace enforcing it does not refuse the probe
+// for reasons of its own.
+func preflightSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsNonRoot:             ptr.To(true),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// preflightResources are small requests and equal limits: a ResourceQuota
+// on requests or limits refuses a pod without them.
+func preflightResources() corev1.ResourceRequirements {
+	r := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
+	return corev1.ResourceRequirements{Requests: r, Limits: r.DeepCopy()}
+}
 
 // NewCmdPreflight returns `preflight`.
 func NewCmdPreflight(o *Options) *cobra.Command {
@@ -45,10 +72,15 @@ func NewCmdPreflight(o *Options) *cobra.Command {
     in -n NAMESPACE (default "default"), is created for real (the pod webhook
     injects only SidecarSets it can see), then a server-side dry-run create of a
     probe pod there must come back with the probe sidecar injected. The probe
-    SidecarSet is deleted afterwards.
+    SidecarSet is deleted afterwards, and probes that earlier runs left behind
+    (killed before they could delete theirs) are deleted first.
 
-Each check is retried until --timeout, as the webhooks may still be starting.
-Exit 0 only when both answer.`,
+The probe pod and its sidecar pass Pod Security "restricted" and carry small
+requests and limits, so a namespace enforcing either checks the webhook, not
+the probe. A refusal counts only when it comes from the manager's webhook
+(` + SidecarSetWebhook + `); one from another webhook or admission plugin is
+reported as such. Each check is retried until --timeout, as the webhooks may
+still be starting. Exit 0 only when both answer.`,
 		Example: `  # Right after installing the manager
   kubectl sidecarset preflight
 
@@ -57,7 +89,7 @@ Exit 0 only when both answer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Timeout <= 0 {
-				return fmt.Errorf("--timeout %s: must be positive", opts.Timeout)
+				return usageErrorf("--timeout %s: must be positive", opts.Timeout)
 			}
 			c, err := o.Client()
 			if err != nil {
@@ -100,6 +132,9 @@ func Preflight(ctx context.Context, c client.Client, out io.Writer, opts Preflig
 		return fmt.Errorf("-n %s: the probe pod needs an existing namespace: %w", ns, err)
 	}
 	deadline := time.Now().Add(opts.Timeout)
+	if err := cleanLeftovers(ctx, c, out, ns, time.Now()); err != nil {
+		return err
+	}
 
 	validating := retry(ctx, deadline, opts.Interval, func() (bool, string) { return probeValidation(ctx, c) })
 	fmt.Fprintf(out, "SidecarSet validating webhook: %s\n", validating)
@@ -159,17 +194,74 @@ func probeValidation(ctx context.Context, c client.Client) (bool, string) {
 	return judgeValidation(err)
 }
 
-// judgeValidation reads the apiserver's answer to the invalid probe.
+// deniedBy finds the webhook that refused a request in the apiserver's
+// message: `admission webhook "NAME" denied the request: ...`.
+var deniedBy = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+
+// judgeValidation reads the apiserver's answer to the invalid probe. Only
+// the manager's webhook refusing it proves that webhook answers: another
+// webhook may refuse first (mutating webhooks run in name order), and its
+// "denied" says nothing about ours.
 func judgeValidation(err error) (bool, string) {
-	switch {
-	case err == nil:
-		return false, "the apiserver accepted an invalid probe SidecarSet (empty selector): no validating webhook is registered for sidecarsets.sidecarset.dev"
-	case strings.Contains(err.Error(), "denied the request"):
-		return true, "refused an invalid probe SidecarSet (dry run): " + err.Error()
-	case strings.Contains(err.Error(), "failed calling webhook"):
+	if err == nil {
+		return false, "the apiserver accepted an invalid probe SidecarSet (empty selector): no validating webhook is registered for " + SidecarSetWebhook
+	}
+	if m := deniedBy.FindStringSubmatch(err.Error()); m != nil {
+		if m[1] == SidecarSetWebhook {
+			return true, "refused an invalid probe SidecarSet (dry run): " + err.Error()
+		}
+		return false, fmt.Sprintf("another admission webhook, %q, refused the probe SidecarSet before ours answered: %v", m[1], err)
+	}
+	if strings.Contains(err.Error(), "failed calling webhook") {
 		return false, "registered but not answering: " + err.Error()
 	}
 	return false, "dry-run create of a probe SidecarSet failed: " + err.Error()
+}
+
+// judgePodRefusal says who refused a dry-run probe pod. The manager's pod
+// webhook never refuses a pod (a SidecarSet never makes a pod's creation
+// fail), so a refusal is always someone else's.
+func judgePodRefusal(ns string, err error) string {
+	msg := err.Error()
+	switch m := deniedBy.FindStringSubmatch(msg); {
+	case m != nil:
+		return fmt.Sprintf("another admission webhook, %q, refused the probe pod, so the pod webhook's answer is unknown: %v", m[1], err)
+	case apierrors.IsInternalError(err) || strings.Contains(msg, "failed calling webhook"):
+		return "registered but not answering: " + msg
+	case strings.Contains(msg, "violates PodSecurity"):
+		return fmt.Sprintf("Pod Security admission of namespace %s refused the probe pod: %v", ns, err)
+	case strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "must specify"):
+		return fmt.Sprintf("a ResourceQuota of namespace %s refused the probe pod: %v", ns, err)
+	}
+	return "dry-run create of a probe pod failed: " + msg
+}
+
+// cleanLeftovers deletes the probe SidecarSets of earlier runs that ended
+// without deleting theirs (killed), once their run's time is over, and any
+// pod in ns carrying the probe label. Another run going on now keeps its
+// probe: its expiry has not passed.
+func cleanLeftovers(ctx context.Context, c client.Client, out io.Writer, ns string, now time.Time) error {
+	var sets v1alpha1.SidecarSetList
+	if err := c.List(ctx, &sets, client.MatchingLabels{LabelPreflight: "probe"}); err != nil {
+		return fmt.Errorf("list probe SidecarSets left by earlier runs (label %s=probe): %w", LabelPreflight, err)
+	}
+	for i := range sets.Items {
+		s := &sets.Items[i]
+		expires, err := time.Parse(time.RFC3339, s.Annotations[AnnotationPreflightExpires])
+		if s.DeletionTimestamp != nil || (err == nil && now.Before(expires)) {
+			continue
+		}
+		if err := c.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete probe SidecarSet %s left by an earlier run: %w", s.Name, err)
+		}
+		fmt.Fprintf(out, "deleted probe SidecarSet %s, left by an earlier run\n", s.Name)
+	}
+	// The probe pods are dry runs and so never exist unless created by
+	// hand; a user not allowed to delete pods there has none to delete.
+	if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.HasLabels{LabelPreflight}); err != nil && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("delete probe pods left in %s (label %s): %w", ns, LabelPreflight, err)
+	}
+	return nil
 }
 
 // probeInjection creates a probe SidecarSet, dry-run creates probe pods
@@ -177,16 +269,18 @@ func judgeValidation(err error) (bool, string) {
 func probeInjection(ctx context.Context, c client.Client, ns string, deadline time.Time, interval time.Duration) outcome {
 	token := utilrand.String(10)
 	set := &v1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "sidecarset-preflight-", Labels: map[string]string{LabelPreflight: "probe"}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "sidecarset-preflight-", Labels: map[string]string{LabelPreflight: "probe"},
+			// A leftover after this, should this run be killed; the
+			// minute covers the deletion at the end.
+			Annotations: map[string]string{AnnotationPreflightExpires: deadline.Add(time.Minute).UTC().Format(time.RFC3339)}},
 		Spec: v1alpha1.SidecarSetSpec{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{LabelPreflight: token}},
 			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{
-				Name:  PreflightContainer,
-				Image: preflightImage,
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("1Mi"),
-				}},
+				Name:            PreflightContainer,
+				Image:           preflightImage,
+				Resources:       preflightResources(),
+				SecurityContext: preflightSecurity(),
 			}}},
 			// No running pod carries it; NotUpdate says so to the controller.
 			UpdateStrategy: v1alpha1.UpdateStrategy{Type: v1alpha1.NotUpdateStrategy},
@@ -212,13 +306,19 @@ func probeInjection(ctx context.Context, c client.Client, ns string, deadline ti
 	return retry(ctx, deadline, interval, func() (bool, string) {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "sidecarset-preflight-", Namespace: ns, Labels: map[string]string{LabelPreflight: token}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: preflightImage}}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: preflightImage,
+					Resources: preflightResources(), SecurityContext: preflightSecurity()}},
+				SecurityContext: &corev1.PodSecurityContext{
+					RunAsNonRoot:   ptr.To(true),
+					RunAsUser:      ptr.To[int64](65535),
+					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+				AutomountServiceAccountToken: ptr.To(false),
+			},
 		}
 		if err := c.Create(ctx, pod, client.DryRunAll); err != nil {
-			if apierrors.IsInternalError(err) || strings.Contains(err.Error(), "failed calling webhook") {
-				return false, "registered but not answering: " + err.Error()
-			}
-			return false, "dry-run create of a probe pod failed: " + err.Error()
+			return false, judgePodRefusal(ns, err)
 		}
 		for _, ctr := range pod.Spec.Containers {
 			if ctr.Name == PreflightContainer {

@@ -15,9 +15,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -43,13 +45,31 @@ pods get the sidecars. Owners are restarted one at a time, as
 kubectl rollout restart does (the kubectl.kubernetes.io/restartedAt annotation
 on the pod template), and each rollout must finish before the next starts.
 
-Before each restart, every PodDisruptionBudget over the workload's pods must
-allow a disruption (status.disruptionsAllowed > 0); it is waited for up to
---timeout, then the command stops. Pods without an owner, with another kind of
-owner (Job, a ReplicaSet without a Deployment, ...), or opted out with
-sidecarset.dev/inject: "false" are listed and not touched. Pods the webhook
-could not inject the SidecarSet into (status.skippedPods) are not unmanaged:
-a new pod would be skipped for the same reason, so they are left alone.`,
+Before anything is restarted, each workload is checked; --dry-run lists what
+these checks leave, which is exactly what a real run restarts:
+
+  - not touched: pods without an owner, with another kind of owner (Job, a
+    ReplicaSet without a Deployment, ...), opted out with
+    sidecarset.dev/inject: "false"; StatefulSets and DaemonSets with
+    updateStrategy OnDelete and paused Deployments, whose pods a restart
+    would not replace.
+  - refused: a server-side dry-run create of a pod of the workload's
+    template, in its namespace, does not come back with the SidecarSet
+    injected (a container name clash, a volume the pod lacks, a namespace
+    the webhook does not see...): restarted pods would lack it again. The
+    webhook's reason is shown.
+  - refused: the workload's own rolling update would take more pods down at
+    once (its maxUnavailable) than a PodDisruptionBudget over its pods ever
+    allows; the numbers are shown.
+
+Before each restart, every such budget must allow as many disruptions as the
+rollout takes at once (status.disruptionsAllowed); that is waited for up to
+--timeout. Pods the webhook skipped the SidecarSet for (status.skippedPods) are
+not unmanaged and are left alone. A workload deleted during the run is
+skipped; a rollout not finished within --timeout stops the run, and is
+reported as restarted but not finished. A call that fails transiently is
+retried with back-off. Refused workloads make the run exit 1 after the others
+are restarted.`,
 		Example: `  # What would be restarted?
   kubectl sidecarset restart-unmanaged mysql-exporter --dry-run
 
@@ -58,9 +78,9 @@ a new pod would be skipped for the same reason, so they are left alone.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Timeout <= 0 {
-				return fmt.Errorf("--timeout %s: must be positive", opts.Timeout)
+				return usageErrorf("--timeout %s: must be positive", opts.Timeout)
 			}
-			c, err := o.Client()
+			c, err := o.RetryingClient()
 			if err != nil {
 				return err
 			}
@@ -70,8 +90,8 @@ a new pod would be skipped for the same reason, so they are left alone.`,
 			return RestartUnmanaged(cmd.Context(), c, o.Out, opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "Only list the unmanaged pods and the workloads that would be restarted")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "How long to wait for a PodDisruptionBudget to allow a disruption, and for each rollout")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "Only list the unmanaged pods and the workloads a real run would restart")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "How long to wait for PodDisruptionBudgets to allow the restart, and for each rollout")
 	return cmd
 }
 
@@ -89,9 +109,10 @@ type RestartOptions struct {
 type owner struct {
 	kind, namespace, name string
 	pods                  []string
-	// skip says why the pods are not touched; empty for a workload that is
-	// restarted.
-	skip string
+	// skip says why the pods are not touched: the way they are owned or
+	// configured; refuse why a restart would not do what it is for. Both
+	// are empty for a workload that is restarted.
+	skip, refuse string
 }
 
 func (w owner) String() string {
@@ -101,6 +122,10 @@ func (w owner) String() string {
 	return w.kind + " " + w.namespace + "/" + w.name
 }
 
+// ErrRefused is wrapped by RestartUnmanaged's error when it refused to
+// restart a workload.
+var ErrRefused = errors.New("refused to restart")
+
 // RestartUnmanaged restarts the owners of the SidecarSet's unmanaged pods;
 // see NewCmdRestartUnmanaged.
 func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts RestartOptions) error {
@@ -109,52 +134,78 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 		return err
 	}
 	if set.Spec.InjectionStrategy.Paused {
-		return fmt.Errorf("%s: spec.injectionStrategy.paused is true: restarted pods would not get the sidecars either", opts.Name)
+		return fmt.Errorf("%s: %w: spec.injectionStrategy.paused is true: restarted pods would not get the sidecars either", opts.Name, ErrPaused)
 	}
 	owners, err := unmanagedOwners(ctx, c, set, opts.ManagerNamespace)
 	if err != nil {
 		return err
 	}
-	var pending []owner
 	count := 0
 	for _, w := range owners {
 		count += len(w.pods)
-		if w.skip == "" {
-			pending = append(pending, w)
-		}
 	}
 	if count == 0 {
 		_, err := fmt.Fprintf(out, "%s: no unmanaged pods\n", opts.Name)
 		return err
 	}
+	for i := range owners {
+		if err := check(ctx, c, set, &owners[i]); err != nil {
+			return err
+		}
+	}
+	var pending, refused []owner
 	fmt.Fprintf(out, "%s: %d unmanaged %s:\n", opts.Name, count, plural(count, "pod", "pods"))
 	for _, w := range owners {
 		what := "to restart"
-		if w.skip != "" {
+		switch {
+		case w.skip != "":
 			what = "not touched: " + w.skip
+		case w.refuse != "":
+			what = "refused: " + w.refuse
+			refused = append(refused, w)
+		default:
+			pending = append(pending, w)
 		}
 		fmt.Fprintf(out, "  %s (%s): %s\n", w, strings.Join(w.pods, ", "), what)
 	}
 	if opts.DryRun {
-		_, err := fmt.Fprintf(out, "dry run: would restart %d %s, one at a time\n", len(pending), plural(len(pending), "workload", "workloads"))
+		_, err := fmt.Fprintf(out, "dry run: would restart %d %s, one at a time%s\n", len(pending), plural(len(pending), "workload", "workloads"), names(pending, ": "))
 		return err
 	}
 	restarted := 0
 	for i, w := range pending {
-		done, err := restart(ctx, c, out, set, w, opts)
+		res, err := restart(ctx, c, out, set, w, opts)
 		if err != nil {
-			left := make([]string, 0, len(pending)-i)
-			for _, l := range pending[i:] {
-				left = append(left, l.String())
-			}
-			return fmt.Errorf("%w; not restarted: %s", err, strings.Join(left, ", "))
+			return fmt.Errorf("%w%s", err, names(pending[i+1:], "; not restarted: "))
 		}
-		if done {
-			restarted++
+		switch res.refuse {
+		case "":
+			if res.restarted {
+				restarted++
+			}
+		default:
+			fmt.Fprintf(out, "%s: refused: %s\n", w, res.refuse)
+			w.refuse = res.refuse
+			refused = append(refused, w)
 		}
 	}
-	_, err = fmt.Fprintf(out, "%s: restarted %d %s\n", opts.Name, restarted, plural(restarted, "workload", "workloads"))
-	return err
+	fmt.Fprintf(out, "%s: restarted %d %s\n", opts.Name, restarted, plural(restarted, "workload", "workloads"))
+	if len(refused) > 0 {
+		return fmt.Errorf("%s: %w %d %s%s (reasons above)", opts.Name, ErrRefused, len(refused), plural(len(refused), "workload", "workloads"), names(refused, ": "))
+	}
+	return nil
+}
+
+// names lists the workloads after prefix, or nothing when there are none.
+func names(ws []owner, prefix string) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	s := make([]string, len(ws))
+	for i, w := range ws {
+		s[i] = w.String()
+	}
+	return prefix + strings.Join(s, ", ")
 }
 
 func plural(n int, one, many string) string {
@@ -255,39 +306,153 @@ func newWorkload(kind string) (client.Object, error) {
 	return nil, fmt.Errorf("cannot restart a %s", kind)
 }
 
-// restart restarts one workload: budgets first, then the annotation, then
-// the rollout's end, then a look at whether the new pods got the sidecars.
-// It reports whether it restarted the workload: one whose update strategy
-// ignores the annotation is left alone.
-func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.SidecarSet, w owner, opts RestartOptions) (bool, error) {
+// check decides, before anything is restarted, whether w would be: it
+// sets w.skip or w.refuse when not. Run for --dry-run and for real alike,
+// so that the one lists what the other does.
+func check(ctx context.Context, c client.Client, set *v1alpha1.SidecarSet, w *owner) error {
+	if w.skip != "" {
+		return nil
+	}
 	obj, err := newWorkload(w.kind)
 	if err != nil {
-		return false, err
+		return err
 	}
-	key := types.NamespacedName{Namespace: w.namespace, Name: w.name}
-	if err := c.Get(ctx, key, obj); err != nil {
-		return false, fmt.Errorf("get %s: %w", w, err)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: w.namespace, Name: w.name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.skip = "deleted since its pods were listed"
+			return nil
+		}
+		return fmt.Errorf("get %s: %w", w, err)
 	}
-	if why := cannotRestart(obj); why != "" {
-		fmt.Fprintf(out, "%s: not restarted: %s\n", w, why)
-		return false, nil
+	if w.skip = cannotRestart(obj); w.skip != "" {
+		return nil
+	}
+	if w.refuse, err = wouldInject(ctx, c, set, obj); err != nil || w.refuse != "" {
+		return err
 	}
 	selector, err := metav1.LabelSelectorAsSelector(workloadSelector(obj))
 	if err != nil {
-		return false, fmt.Errorf("%s: spec.selector: %w", w, err)
+		return fmt.Errorf("%s: spec.selector: %w", w, err)
 	}
-	if err := waitBudgets(ctx, c, out, w, selector, opts); err != nil {
-		return false, err
+	budgets, err := budgetsOver(ctx, c, w.namespace, selector)
+	if err != nil {
+		return err
+	}
+	down, how := pace(obj)
+	w.refuse, _ = judgeBudgets(down, how, budgets)
+	return nil
+}
+
+// wouldInject dry-run creates a pod of obj's template in its namespace,
+// through the apiserver and so through the webhook, and returns why the
+// result lacks set, or "" when set was injected. Only the apiserver's
+// answer tells: the webhook may not see the namespace at all, and the
+// manager may decide on what this command cannot read.
+func wouldInject(ctx context.Context, c client.Client, set *v1alpha1.SidecarSet, obj client.Object) (string, error) {
+	pod := podOf(obj)
+	wctx, warnings := withWarnings(ctx)
+	if err := c.Create(wctx, pod, client.DryRunAll); err != nil {
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) {
+			return "", fmt.Errorf("dry-run create a pod of %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+		return fmt.Sprintf("the apiserver refused a dry-run pod of its template, so its new pods would be refused too: %v", err), nil
+	}
+	if slices.Contains(strings.Split(pod.Annotations[v1alpha1.AnnotationInjected], ","), set.Name) {
+		return "", nil
+	}
+	var why []string
+	for _, w := range *warnings {
+		if strings.Contains(w, set.Name) {
+			why = append(why, w)
+		}
+	}
+	if len(why) > 0 {
+		return fmt.Sprintf("the webhook skips SidecarSet %s for a dry-run pod of its template: %s", set.Name, strings.Join(why, "; ")), nil
+	}
+	return fmt.Sprintf("a dry-run pod of its template came back without SidecarSet %s, and no warning said why: the webhook does not see namespace %s (its namespaceSelector), or is not answering (kubectl sidecarset preflight -n %s)",
+		set.Name, obj.GetNamespace(), obj.GetNamespace()), nil
+}
+
+// podOf is a pod as obj's controller would create it from its template, as
+// far as admission can tell: a StatefulSet's controller adds a volume for
+// each volumeClaimTemplate.
+func podOf(obj client.Object) *corev1.Pod {
+	var tmpl *corev1.PodTemplateSpec
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		tmpl = &o.Spec.Template
+	case *appsv1.StatefulSet:
+		tmpl = &o.Spec.Template
+	case *appsv1.DaemonSet:
+		tmpl = &o.Spec.Template
+	}
+	t := tmpl.DeepCopy()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: obj.GetName() + "-", Namespace: obj.GetNamespace(), Labels: t.Labels, Annotations: t.Annotations},
+		Spec:       t.Spec,
+	}
+	if sts, ok := obj.(*appsv1.StatefulSet); ok {
+		for _, claim := range sts.Spec.VolumeClaimTemplates {
+			if slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == claim.Name }) {
+				continue
+			}
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claim.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name + "-" + sts.Name + "-0"}}})
+		}
+	}
+	return pod
+}
+
+// restarted is how restart ended for one workload that did not fail.
+type restarted struct {
+	restarted bool
+	// refuse says why it was not restarted after all.
+	refuse string
+}
+
+// restart restarts one workload: budgets first, then the annotation, then
+// the rollout's end, then a look at whether the new pods got the sidecars.
+// A workload deleted, or changed so that a restart would not roll it, since
+// it was checked is left alone, saying so; a rollout not finished within
+// the timeout is an error wrapping ErrTimeout that says it was restarted.
+func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.SidecarSet, w owner, opts RestartOptions) (restarted, error) {
+	obj, err := newWorkload(w.kind)
+	if err != nil {
+		return restarted{}, err
+	}
+	key := types.NamespacedName{Namespace: w.namespace, Name: w.name}
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			fmt.Fprintf(out, "%s: deleted since it was checked; skipped\n", w)
+			return restarted{}, nil
+		}
+		return restarted{}, fmt.Errorf("get %s: %w", w, err)
+	}
+	if why := cannotRestart(obj); why != "" {
+		fmt.Fprintf(out, "%s: not restarted: %s\n", w, why)
+		return restarted{}, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(workloadSelector(obj))
+	if err != nil {
+		return restarted{}, fmt.Errorf("%s: spec.selector: %w", w, err)
+	}
+	if refuse, err := waitBudgets(ctx, c, out, w, obj, selector, opts); err != nil || refuse != "" {
+		return restarted{refuse: refuse}, err
 	}
 
 	now := time.Now().Format(time.RFC3339)
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{AnnotationRestartedAt: now}}}}})
 	if err != nil {
-		return false, fmt.Errorf("encode patch: %w", err)
+		return restarted{}, fmt.Errorf("encode patch: %w", err)
 	}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return false, fmt.Errorf("restart %s (patch %s): %w", w, AnnotationRestartedAt, err)
+		if apierrors.IsNotFound(err) {
+			fmt.Fprintf(out, "%s: deleted since it was checked; skipped\n", w)
+			return restarted{}, nil
+		}
+		return restarted{}, fmt.Errorf("restart %s (patch %s): %w", w, AnnotationRestartedAt, err)
 	}
 	fmt.Fprintf(out, "%s: restarting (%s=%s)\n", w, AnnotationRestartedAt, now)
 
@@ -296,11 +461,15 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 	var last string
 	for {
 		if err := c.Get(ctx, key, obj); err != nil {
-			return false, fmt.Errorf("get %s: %w", w, err)
+			if apierrors.IsNotFound(err) {
+				fmt.Fprintf(out, "%s: deleted during its restart; going on with the others\n", w)
+				return restarted{}, nil
+			}
+			return restarted{}, fmt.Errorf("%s: restarted, but reading its rollout failed: %w", w, err)
 		}
 		done, msg, err := rolledOut(obj, gen)
 		if err != nil {
-			return false, fmt.Errorf("%s: %w", w, err)
+			return restarted{}, fmt.Errorf("%s: restarted, but %w", w, err)
 		}
 		if msg != last {
 			fmt.Fprintf(out, "%s: %s\n", w, msg)
@@ -310,13 +479,14 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 			break
 		}
 		if time.Now().After(deadline) {
-			return false, fmt.Errorf("%s: rollout not finished within --timeout %s: %s", w, opts.Timeout, msg)
+			return restarted{}, fmt.Errorf("%s: %w: restarted (%s=%s), but its rollout did not finish within --timeout %s: %s",
+				w, ErrTimeout, AnnotationRestartedAt, now, opts.Timeout, msg)
 		}
 		if err := sleep(ctx, opts.Interval); err != nil {
-			return false, err
+			return restarted{}, fmt.Errorf("%s: restarted, rollout not followed to its end: %w", w, err)
 		}
 	}
-	return true, reportStillUnmanaged(ctx, c, out, set, w, selector)
+	return restarted{restarted: true}, reportStillUnmanaged(ctx, c, out, set, w, selector)
 }
 
 // cannotRestart says why a restart annotation would not roll obj's pods.
@@ -350,37 +520,150 @@ func workloadSelector(obj client.Object) *metav1.LabelSelector {
 	return nil
 }
 
-// waitBudgets waits until every PodDisruptionBudget that selects one of the
-// workload's pods allows a disruption: a restart replaces pods, which the
-// budget is there to pace.
-func waitBudgets(ctx context.Context, c client.Reader, out io.Writer, w owner, selector labels.Selector, opts RestartOptions) error {
+// pace returns how many of obj's pods its own rolling update takes down at
+// once, and how that follows from its spec, as its controller computes it:
+// a Deployment rounds maxUnavailable (default 25%) down and takes 1 when
+// that and maxSurge are both 0, Recreate takes every replica; a StatefulSet
+// takes maxUnavailable (default 1, rounded up, at least 1); a DaemonSet
+// maxUnavailable (default 1, rounded up) of its scheduled pods, and none
+// with a maxSurge and maxUnavailable 0.
+//
+// Worked cases:
+//
+//	Deployment 8 replicas, maxUnavailable 25%, maxSurge 25% → 2
+//	Deployment 3 replicas, maxUnavailable 25%, maxSurge 25% → 0 (surge first)
+//	Deployment 3 replicas, maxUnavailable 0, maxSurge 0     → 1
+//	Deployment 5 replicas, Recreate                         → 5
+//	StatefulSet 6 replicas, default                         → 1
+//	StatefulSet 6 replicas, maxUnavailable 50%              → 3
+//	DaemonSet 4 scheduled, maxUnavailable 25%               → 1
+//	DaemonSet 4 scheduled, maxSurge 1, maxUnavailable 0     → 0
+func pace(obj client.Object) (int32, string) {
+	scaled := func(v *intstr.IntOrString, def intstr.IntOrString, n int32, up bool) int32 {
+		if v == nil {
+			v = &def
+		}
+		x, err := intstr.GetScaledValueFromIntOrPercent(v, int(n), up)
+		if err != nil {
+			// Validation refuses such a value; assume the worst.
+			return n
+		}
+		return int32(x)
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		n := ptrOr(o.Spec.Replicas, 1)
+		if o.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+			return n, fmt.Sprintf("strategy Recreate, %d replicas", n)
+		}
+		var mu, ms *intstr.IntOrString
+		if ru := o.Spec.Strategy.RollingUpdate; ru != nil {
+			mu, ms = ru.MaxUnavailable, ru.MaxSurge
+		}
+		down := scaled(mu, intstr.FromString("25%"), n, false)
+		if down == 0 && scaled(ms, intstr.FromString("25%"), n, true) == 0 {
+			down = 1
+		}
+		return min(down, n), fmt.Sprintf("maxUnavailable %s of %d replicas", intOrPercent(mu, "25%"), n)
+	case *appsv1.StatefulSet:
+		n := ptrOr(o.Spec.Replicas, 1)
+		var mu *intstr.IntOrString
+		if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+			mu = ru.MaxUnavailable
+		}
+		return min(max(scaled(mu, intstr.FromInt32(1), n, true), 1), n), fmt.Sprintf("maxUnavailable %s of %d replicas", intOrPercent(mu, "1"), n)
+	case *appsv1.DaemonSet:
+		n := o.Status.DesiredNumberScheduled
+		var mu, ms *intstr.IntOrString
+		if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+			mu, ms = ru.MaxUnavailable, ru.MaxSurge
+		}
+		down := scaled(mu, intstr.FromInt32(1), n, true)
+		if down == 0 && scaled(ms, intstr.FromInt32(0), n, true) == 0 {
+			down = 1
+		}
+		return min(down, n), fmt.Sprintf("maxUnavailable %s of %d scheduled pods", intOrPercent(mu, "1"), n)
+	}
+	return 1, "one pod at a time"
+}
+
+// budget is what a PodDisruptionBudget over a workload's pods allows.
+type budget struct {
+	name string
+	// observed: the disruption controller has evaluated the current spec.
+	observed bool
+	// allowed now (status.disruptionsAllowed), and at most: with every
+	// expected pod healthy (status.expectedPods - status.desiredHealthy).
+	allowed, expected, desiredHealthy int32
+}
+
+// judgeBudgets decides, for a rollout that takes down pods at once (how
+// says why), whether the budgets refuse it (a reason naming the numbers),
+// make it wait (what for), or let it go (both empty). A budget never allows
+// more than its expected pods minus its desired healthy ones, so a rollout
+// faster than that would break it whatever the wait; one that allows fewer
+// now than the rollout takes is waited on.
+//
+// Worked cases, a budget over 8 pods with maxUnavailable 1 (7 desired
+// healthy):
+//
+//	down 2 (maxUnavailable 25% of 8)            → refuse: 2 at once, the budget allows at most 1
+//	down 1, disruptionsAllowed 1                → go
+//	down 1, disruptionsAllowed 0 (a pod down)   → wait
+//	down 0 (surge only)                         → go, whatever the budget
+//	budget not yet evaluated                    → wait
+func judgeBudgets(down int32, how string, budgets []budget) (refuse, wait string) {
+	if down == 0 {
+		return "", ""
+	}
+	var waits []string
+	for _, b := range budgets {
+		switch ceiling := b.expected - b.desiredHealthy; {
+		case !b.observed:
+			waits = append(waits, fmt.Sprintf("PodDisruptionBudget %s is not evaluated yet (status.observedGeneration behind)", b.name))
+		case ceiling < down:
+			return fmt.Sprintf("its rollout takes up to %d %s down at once (%s), more than PodDisruptionBudget %s ever allows (%d: %d expected pods, %d desired healthy); lower the workload's maxUnavailable to %d, or loosen the budget",
+				down, plural(int(down), "pod", "pods"), how, b.name, max(ceiling, 0), b.expected, b.desiredHealthy, max(ceiling, 0)), ""
+		case b.allowed < down:
+			waits = append(waits, fmt.Sprintf("PodDisruptionBudget %s allows %d %s now (status.disruptionsAllowed), the rollout takes up to %d at once",
+				b.name, b.allowed, plural(int(b.allowed), "disruption", "disruptions"), down))
+		}
+	}
+	return "", strings.Join(waits, "; ")
+}
+
+// waitBudgets waits until the PodDisruptionBudgets over the workload's pods
+// allow its rollout (judgeBudgets), and returns why they refuse it if they
+// do. Running out of time is an error wrapping ErrTimeout.
+func waitBudgets(ctx context.Context, c client.Reader, out io.Writer, w owner, obj client.Object, selector labels.Selector, opts RestartOptions) (string, error) {
 	deadline := time.Now().Add(opts.Timeout)
+	down, how := pace(obj)
 	var last string
 	for {
-		blocking, err := blockingBudgets(ctx, c, w.namespace, selector)
+		budgets, err := budgetsOver(ctx, c, w.namespace, selector)
 		if err != nil {
-			return err
+			return "", err
 		}
-		if len(blocking) == 0 {
-			return nil
+		refuse, wait := judgeBudgets(down, how, budgets)
+		if refuse != "" || wait == "" {
+			return refuse, nil
 		}
-		msg := fmt.Sprintf("PodDisruptionBudget %s allows no disruption (status.disruptionsAllowed 0)", strings.Join(blocking, ", "))
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: refusing to restart: %s for --timeout %s", w, msg, opts.Timeout)
+			return "", fmt.Errorf("%s: %w: not restarted: waited --timeout %s for its PodDisruptionBudgets: %s", w, ErrTimeout, opts.Timeout, wait)
 		}
-		if msg != last {
-			fmt.Fprintf(out, "%s: waiting: %s\n", w, msg)
-			last = msg
+		if wait != last {
+			fmt.Fprintf(out, "%s: waiting: %s\n", w, wait)
+			last = wait
 		}
 		if err := sleep(ctx, opts.Interval); err != nil {
-			return err
+			return "", err
 		}
 	}
 }
 
-// blockingBudgets names the budgets over the pods selector selects in
-// namespace that allow no disruption now.
-func blockingBudgets(ctx context.Context, c client.Reader, namespace string, selector labels.Selector) ([]string, error) {
+// budgetsOver returns the budgets in namespace over any of the pods
+// selector selects.
+func budgetsOver(ctx context.Context, c client.Reader, namespace string, selector labels.Selector) ([]budget, error) {
 	var pdbs policyv1.PodDisruptionBudgetList
 	if err := c.List(ctx, &pdbs, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list PodDisruptionBudgets in %s: %w", namespace, err)
@@ -393,7 +676,7 @@ func blockingBudgets(ctx context.Context, c client.Reader, namespace string, sel
 	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, fmt.Errorf("list pods in %s matching %s: %w", namespace, selector, err)
 	}
-	var blocking []string
+	var out []budget
 	for _, pdb := range pdbs.Items {
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		// The disruption controller ignores a budget with an empty or
@@ -401,12 +684,14 @@ func blockingBudgets(ctx context.Context, c client.Reader, namespace string, sel
 		if err != nil || sel.Empty() {
 			continue
 		}
-		covers := slices.ContainsFunc(pods.Items, func(p metav1.PartialObjectMetadata) bool { return sel.Matches(labels.Set(p.Labels)) })
-		if covers && pdb.Status.DisruptionsAllowed <= 0 {
-			blocking = append(blocking, pdb.Namespace+"/"+pdb.Name)
+		if !slices.ContainsFunc(pods.Items, func(p metav1.PartialObjectMetadata) bool { return sel.Matches(labels.Set(p.Labels)) }) {
+			continue
 		}
+		st := pdb.Status
+		out = append(out, budget{name: pdb.Namespace + "/" + pdb.Name, observed: st.ObservedGeneration >= pdb.Generation,
+			allowed: st.DisruptionsAllowed, expected: st.ExpectedPods, desiredHealthy: st.DesiredHealthy})
 	}
-	return blocking, nil
+	return out, nil
 }
 
 // rolledOut judges a workload's rollout after a change that made

@@ -1,15 +1,20 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,26 +94,25 @@ func TestRestartUnmanaged(t *testing.T) {
 
 func TestRestartUnmanagedHonoursBudgets(t *testing.T) {
 	f := newFixture(t)
-	f.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](2),
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}},
-		Template: f.template(map[string]string{"role": "web"}),
-	}})
+	// No surge: the rollout takes a pod down at once.
+	web := f.deployment("web", 2, nil)
+	web.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0))}
+	f.Create(web)
 	f.WaitReady(2)
-	// No disruption allowed.
+	// No disruption allowed, ever.
 	f.Create(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
 		MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}},
 	}})
 	f.CreateSet(f.SidecarSet("exporter:v1", 0))
 	f.WaitStatus("2 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 2 })
+	waitBudget(t, f, "web", 0)
 
 	r := kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "2s")
-	want := "Deployment " + f.NS + "/web: refusing to restart: PodDisruptionBudget " + f.NS + "/web allows no disruption (status.disruptionsAllowed 0) for --timeout 2s; not restarted: Deployment " + f.NS + "/web"
-	if r.err == nil || !strings.Contains(r.err.Error(), want) {
-		t.Fatalf("error %v, want one containing %q", r.err, want)
+	if !errors.Is(r.err, cli.ErrRefused) {
+		t.Fatalf("error %v, want ErrRefused", r.err)
 	}
-	mustContain(t, r.out, "Deployment "+f.NS+"/web: waiting: PodDisruptionBudget "+f.NS+"/web allows no disruption")
+	mustContain(t, r.out, "Deployment "+f.NS+"/web (web-", "refused: its rollout takes up to 1 pod down at once (maxUnavailable 25% of 2 replicas), more than PodDisruptionBudget "+f.NS+"/web ever allows (0: 2 expected pods, 2 desired healthy)")
 	if restarted(t, f, "web") {
 		t.Error("cluster: the Deployment was restarted despite its PodDisruptionBudget")
 	}
@@ -119,8 +123,8 @@ func TestRestartUnmanagedHonoursBudgets(t *testing.T) {
 	paused.Spec.InjectionStrategy.Paused = true
 	other.CreateSet(paused)
 	r = kubectl(t, false, "restart-unmanaged", other.Set)
-	if r.err == nil || !strings.Contains(r.err.Error(), "spec.injectionStrategy.paused is true: restarted pods would not get the sidecars either") {
-		t.Errorf("restart with injection paused: %v", r.err)
+	if r.err == nil || !strings.Contains(r.err.Error(), "spec.injectionStrategy.paused is true: restarted pods would not get the sidecars either") || cli.ExitCode(r.err) != 3 {
+		t.Errorf("restart with injection paused: %v (exit %d, want 3)", r.err, cli.ExitCode(r.err))
 	}
 }
 
@@ -215,4 +219,172 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// deployment is a Deployment of the fixture's pods plus role: name, with
+// replicas and the template's app container changed by change.
+func (f *testFixture) deployment(name string, replicas int32, change func(*corev1.PodTemplateSpec)) *appsv1.Deployment {
+	tmpl := f.template(map[string]string{"role": name})
+	if change != nil {
+		change(&tmpl)
+	}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(replicas),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": name}},
+		Template: tmpl,
+	}}
+}
+
+// TestRestartUnmanagedChecksFirst: --dry-run lists exactly what a real run
+// restarts. A workload the webhook would not inject (here: its template
+// already has a container named like the sidecar) is refused with the
+// webhook's reason rather than restarted over and over; an OnDelete
+// StatefulSet and a paused Deployment are not touched.
+func TestRestartUnmanagedChecksFirst(t *testing.T) {
+	f := newFixture(t)
+	clash := f.deployment("clash", 1, func(tmpl *corev1.PodTemplateSpec) {
+		tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "exporter", Image: "exporter:v0"})
+	})
+	paused := f.deployment("paused", 1, nil)
+	f.Create(f.deployment("web", 1, nil), clash, paused,
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "ondelete"}, Spec: appsv1.StatefulSetSpec{
+			Replicas:       ptr.To[int32](1),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"role": "ondelete"}},
+			Template:       f.template(map[string]string{"role": "ondelete"}),
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+		}})
+	f.WaitReady(4)
+	if err := env.Client.Patch(t.Context(), paused, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))); err != nil {
+		t.Fatal(err)
+	}
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.WaitStatus("4 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 4 })
+
+	dry := ok(t, "restart-unmanaged", f.Set, "--dry-run")
+	mustContain(t, dry.out,
+		"Deployment "+f.NS+"/clash (clash-",
+		"refused: the webhook skips SidecarSet "+f.Set+" for a dry-run pod of its template:",
+		"Deployment "+f.NS+"/paused (paused-",
+		"not touched: the Deployment is paused",
+		"StatefulSet "+f.NS+"/ondelete (ondelete-0): not touched: updateStrategy OnDelete",
+		"dry run: would restart 1 workload, one at a time: Deployment "+f.NS+"/web\n")
+
+	r := kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "60s")
+	if !errors.Is(r.err, cli.ErrRefused) || cli.ExitCode(r.err) != 1 {
+		t.Fatalf("error %v (exit %d), want ErrRefused, exit 1", r.err, cli.ExitCode(r.err))
+	}
+	mustContain(t, r.err.Error(), "refused to restart 1 workload: Deployment "+f.NS+"/clash")
+	mustContain(t, r.out, "Deployment "+f.NS+"/web: all 1 pods carry SidecarSet "+f.Set, f.Set+": restarted 1 workload\n")
+	for name, want := range map[string]bool{"web": true, "clash": false, "paused": false, "ondelete": false} {
+		if got := restarted(t, f, name); got != want {
+			t.Errorf("cluster: workload %s restarted %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestRestartUnmanagedBudgetPace: a Deployment whose own rolling update
+// takes 2 pods down at once under a budget allowing 1 is refused with the
+// numbers, not restarted.
+func TestRestartUnmanagedBudgetPace(t *testing.T) {
+	f := newFixture(t)
+	web := f.deployment("web", 4, nil)
+	half := intstr.FromString("50%")
+	web.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: &half, MaxSurge: ptr.To(intstr.FromInt32(0))}
+	f.Create(web, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+		Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}},
+	}})
+	f.WaitReady(4)
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.WaitStatus("4 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 4 })
+	waitBudget(t, f, "web", 1)
+
+	want := "refused: its rollout takes up to 2 pods down at once (maxUnavailable 50% of 4 replicas), more than PodDisruptionBudget " +
+		f.NS + "/web ever allows (1: 4 expected pods, 3 desired healthy); lower the workload's maxUnavailable to 1, or loosen the budget"
+	dry := ok(t, "restart-unmanaged", f.Set, "--dry-run")
+	mustContain(t, dry.out, want, "dry run: would restart 0 workloads")
+	r := kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "10s")
+	if !errors.Is(r.err, cli.ErrRefused) {
+		t.Fatalf("error %v, want ErrRefused", r.err)
+	}
+	mustContain(t, r.out, want)
+	if restarted(t, f, "web") {
+		t.Error("cluster: the Deployment was restarted at a pace its budget does not allow")
+	}
+}
+
+// waitBudget waits until the disruption controller says budget name allows
+// allowed disruptions.
+func waitBudget(t *testing.T, f *testFixture, name string, allowed int32) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.NS, Name: name}, pdb); err != nil {
+			return false, err
+		}
+		return pdb.Status.ObservedGeneration >= pdb.Generation && pdb.Status.DisruptionsAllowed == allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("PodDisruptionBudget %s allowing %d: %v", name, allowed, err)
+	}
+}
+
+// TestRestartUnmanagedTimeoutAndDeletion: a workload deleted while it
+// rolls does not stop the run; one whose rollout does not finish within
+// --timeout is reported as restarted but unfinished (exit 4), not as "not
+// restarted".
+func TestRestartUnmanagedTimeoutAndDeletion(t *testing.T) {
+	f := newFixture(t)
+	// a's pods never become ready, so its rollout never ends.
+	slow := f.deployment("a", 1, func(tmpl *corev1.PodTemplateSpec) {
+		tmpl.Spec.Containers[0].Image = "mysql-never-ready:8.4"
+		tmpl.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/version"}}}, PeriodSeconds: 1}
+	})
+	f.Create(slow, f.deployment("b", 1, nil))
+	f.WaitPods("2 running pods", func(pods []corev1.Pod) bool {
+		running := 0
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 2
+	})
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.WaitStatus("2 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 2 })
+
+	// Unfinished: a never rolls out within 2s, b is not reached.
+	r := kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "2s")
+	if !errors.Is(r.err, cli.ErrTimeout) || cli.ExitCode(r.err) != 4 {
+		t.Fatalf("error %v (exit %d), want ErrTimeout, exit 4", r.err, cli.ExitCode(r.err))
+	}
+	mustContain(t, r.err.Error(), "Deployment "+f.NS+"/a: timed out: restarted ("+cli.AnnotationRestartedAt+"=",
+		"but its rollout did not finish within --timeout 2s", "; not restarted: Deployment "+f.NS+"/b")
+	if strings.Contains(r.err.Error(), "not restarted: Deployment "+f.NS+"/a") {
+		t.Errorf("a was restarted, the error says it was not: %v", r.err)
+	}
+
+	// Deleted mid-run: the run goes on with b.
+	done := make(chan result, 1)
+	go func() { done <- kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "60s") }()
+	before := slow.Spec.Template.Annotations[cli.AnnotationRestartedAt]
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.NS, Name: "a"}, d); err != nil {
+			return false, err
+		}
+		return d.Spec.Template.Annotations[cli.AnnotationRestartedAt] != before && d.Generation > 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the second run did not restart a: %v", err)
+	}
+	if err := env.Client.Delete(t.Context(), slow); err != nil {
+		t.Fatal(err)
+	}
+	r = <-done
+	if r.err != nil {
+		t.Fatalf("a workload deleted mid-run aborted the run: %v", r.err)
+	}
+	mustContain(t, r.out, "Deployment "+f.NS+"/a: deleted during its restart; going on with the others",
+		"Deployment "+f.NS+"/b: all 1 pods carry SidecarSet "+f.Set, f.Set+": restarted 1 workload\n")
 }

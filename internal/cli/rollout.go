@@ -57,7 +57,7 @@ never moves updated pods back (use rollout undo for that).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("partition") {
-				return fmt.Errorf("--partition is required: how many matched pods (N or N%%) stay on their revision")
+				return usageErrorf("--partition is required: how many matched pods (N or N%%) stay on their revision")
 			}
 			p, err := parsePartition("--partition", partition)
 			if err != nil {
@@ -179,13 +179,13 @@ func parsePartition(flag, s string) (intstr.IntOrString, error) {
 	if pct, ok := strings.CutSuffix(s, "%"); ok {
 		n, err := strconv.Atoi(pct)
 		if err != nil || n < 0 || n > 100 {
-			return intstr.IntOrString{}, fmt.Errorf("%s %q: a percentage must be a whole number from 0%% to 100%%", flag, s)
+			return intstr.IntOrString{}, usageErrorf("%s %q: a percentage must be a whole number from 0%% to 100%%", flag, s)
 		}
 		return intstr.FromString(s), nil
 	}
 	n, err := strconv.ParseInt(s, 10, 32)
 	if err != nil || n < 0 {
-		return intstr.IntOrString{}, fmt.Errorf("%s %q: must be a non-negative number of pods (10) or a percentage of the matched pods (50%%)", flag, s)
+		return intstr.IntOrString{}, usageErrorf("%s %q: must be a non-negative number of pods (10) or a percentage of the matched pods (50%%)", flag, s)
 	}
 	return intstr.FromInt32(int32(n)), nil
 }

@@ -28,15 +28,18 @@ func NewCmdRun(o *Options) *cobra.Command {
 the controller reports the step done (condition Complete for the new spec:
 every pod the partition lets go is updated and ready), then take the next.
 
-Stop, leaving the partition where it is and exiting 1, at the first anomaly:
+Stop, leaving the partition where it is, at the first anomaly:
 
-  - the step is not done within --wait-ready;
   - pods updated but not ready: their number neither shrinks nor do updated
-    pods become ready for --not-ready-timeout;
-  - the controller marks the rollout Stalled, or someone pauses it.
+    pods become ready for --not-ready-timeout (exit 1);
+  - the controller marks the rollout Stalled (exit 1);
+  - someone pauses it, or sets type NotUpdate (exit 3);
+  - the step is not done within --wait-ready (exit 4).
 
 A step that would raise the partition is skipped, so after fixing what
-stopped a run, the same command picks up where it stopped.`,
+stopped a run, the same command picks up where it stopped. A read or write
+that fails transiently (the apiserver busy or restarting, the manager's
+webhook briefly away) is retried with back-off.`,
 		Example: `  # Canary 10%, then half, then everything
   kubectl sidecarset rollout run mysql-exporter --steps 90%,50%,0
 
@@ -49,12 +52,12 @@ stopped a run, the same command picks up where it stopped.`,
 				return err
 			}
 			if opts.WaitReady <= 0 {
-				return fmt.Errorf("--wait-ready %s: must be positive", opts.WaitReady)
+				return usageErrorf("--wait-ready %s: must be positive", opts.WaitReady)
 			}
 			if opts.NotReadyTimeout <= 0 {
-				return fmt.Errorf("--not-ready-timeout %s: must be positive", opts.NotReadyTimeout)
+				return usageErrorf("--not-ready-timeout %s: must be positive", opts.NotReadyTimeout)
 			}
-			c, err := o.Client()
+			c, err := o.RetryingClient()
 			if err != nil {
 				return err
 			}
@@ -72,7 +75,7 @@ stopped a run, the same command picks up where it stopped.`,
 // parseSteps reads --steps.
 func parseSteps(s string) ([]intstr.IntOrString, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, errors.New("--steps is required: the partitions to go through, e.g. 90%,50%,0")
+		return nil, usageErrorf("--steps is required: the partitions to go through, e.g. 90%%,50%%,0")
 	}
 	var steps []intstr.IntOrString
 	for i, part := range strings.Split(s, ",") {
@@ -159,8 +162,8 @@ func settled(ctx context.Context, c client.Reader, opts RunOptions) (*v1alpha1.S
 			return set, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s: the controller has not reported on generation %d within --wait-ready %s (status.observedGeneration %d): is the manager running?",
-				opts.Name, set.Generation, opts.WaitReady, set.Status.ObservedGeneration)
+			return nil, fmt.Errorf("%s: %w: the controller has not reported on generation %d within --wait-ready %s (status.observedGeneration %d): is the manager running?",
+				opts.Name, ErrTimeout, set.Generation, opts.WaitReady, set.Status.ObservedGeneration)
 		}
 		if err := sleep(ctx, opts.Interval); err != nil {
 			return nil, err
@@ -173,12 +176,12 @@ func runnable(set *v1alpha1.SidecarSet) error {
 	us := set.Spec.UpdateStrategy
 	switch {
 	case us.Type == v1alpha1.NotUpdateStrategy:
-		return fmt.Errorf("%s: spec.updateStrategy.type is NotUpdate: running pods never move, whatever the partition", set.Name)
+		return fmt.Errorf("%s: %w: spec.updateStrategy.type is NotUpdate: running pods never move, whatever the partition", set.Name, ErrPaused)
 	case meta.IsStatusConditionTrue(set.Status.Conditions, v1alpha1.ConditionStalled):
 		c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionStalled)
-		return fmt.Errorf("%s: the rollout is Stalled (%s: %s); fix the cause, then `kubectl sidecarset rollout resume %s`", set.Name, c.Reason, c.Message, set.Name)
+		return fmt.Errorf("%s: the rollout is %w (%s: %s); fix the cause, then `kubectl sidecarset rollout resume %s`", set.Name, ErrStalled, c.Reason, c.Message, set.Name)
 	case us.Paused:
-		return fmt.Errorf("%s: spec.updateStrategy.paused is true; `kubectl sidecarset rollout resume %s` first", set.Name, set.Name)
+		return fmt.Errorf("%s: %w: spec.updateStrategy.paused is true; `kubectl sidecarset rollout resume %s` first", set.Name, ErrPaused, set.Name)
 	}
 	return nil
 }
@@ -254,12 +257,14 @@ func (w *stepWatch) observe(set *v1alpha1.SidecarSet, now time.Time) (bool, erro
 		if c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 			return false, fmt.Errorf("%w: Stalled (%s): %s", ErrAnomaly, c.Reason, c.Message)
 		}
-		return false, fmt.Errorf("%w: spec.updateStrategy.paused was set by someone else: %s", ErrAnomaly, snap.counts())
+		return false, fmt.Errorf("%w: %w: spec.updateStrategy.paused was set by someone else: %s", ErrAnomaly, ErrPaused, snap.counts())
 	}
 	if set.Status.ObservedGeneration >= w.gen {
 		switch v := verdictOf(set); {
 		case v.stalled:
 			return false, fmt.Errorf("%w: Stalled (%s): %s", ErrAnomaly, v.reason, v.message)
+		case v.halted:
+			return false, fmt.Errorf("%w: %w: %s", ErrAnomaly, ErrPaused, v.message)
 		case v.complete:
 			return true, nil
 		}
@@ -277,7 +282,7 @@ func (w *stepWatch) observe(set *v1alpha1.SidecarSet, now time.Time) (bool, erro
 		}
 	}
 	if now.Sub(w.start) >= w.waitReady {
-		return false, fmt.Errorf("%w: not done within %s (--wait-ready): %s", ErrAnomaly, w.waitReady, snap.counts())
+		return false, fmt.Errorf("%w: %w: not done within %s (--wait-ready): %s", ErrAnomaly, ErrTimeout, w.waitReady, snap.counts())
 	}
 	return false, nil
 }

@@ -41,5 +41,6 @@ Pointing it at a cluster works as with kubectl: it reads $KUBECONFIG or
 		NewCmdConvert(o),
 		NewCmdRestartUnmanaged(o),
 	)
+	withUsageErrors(cmd)
 	return cmd
 }

@@ -22,6 +22,7 @@ import (
 func NewCmdStatus(o *Options) *cobra.Command {
 	var output string
 	var watch bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show SidecarSets' pod counts and conditions; -w follows a rollout",
@@ -35,9 +36,12 @@ image changed); DRIFTED had a sidecar image changed by hand; UNMANAGED match
 the selectors but carry no record (created before the SidecarSet, or while the
 webhook was down: see restart-unmanaged). PAUSED is updateStrategy.paused.
 
-With -w, follow one SidecarSet's rollout until it is Complete (exit 0) or
-Stalled (exit 1): a progress bar of updated-and-ready pods against the target
-(matched minus partition) on a terminal, one line per change otherwise.`,
+With -w, follow one SidecarSet's rollout until it is Complete (exit 0),
+Stalled (exit 1), paused by updateStrategy.paused or of type NotUpdate (exit 3:
+nothing moves until someone acts), or --timeout passes (exit 4): a progress bar
+of updated-and-ready pods against the target (matched minus partition) on a
+terminal, one line per change otherwise. A read that fails transiently (the
+apiserver busy or restarting) is retried with back-off.`,
 		Example: `  # All SidecarSets
   kubectl sidecarset status
 
@@ -45,7 +49,10 @@ Stalled (exit 1): a progress bar of updated-and-ready pods against the target
   kubectl sidecarset status mysql-exporter -o wide
 
   # Follow a rollout until it completes or stalls (exit 1 when stalled)
-  kubectl sidecarset status mysql-exporter -w`,
+  kubectl sidecarset status mysql-exporter -w
+
+  # In CI: give up after 10 minutes (exit 4)
+  kubectl sidecarset status mysql-exporter -w --timeout 10m`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateOutput(output); err != nil {
@@ -57,28 +64,38 @@ Stalled (exit 1): a progress bar of updated-and-ready pods against the target
 			}
 			if watch {
 				if name == "" {
-					return errors.New("-w follows one rollout: give the SidecarSet's NAME")
+					return usageErrorf("-w follows one rollout: give the SidecarSet's NAME")
 				}
 				if output != OutputTable {
-					return errors.New("-w draws progress, not objects: leave out --output")
+					return usageErrorf("-w draws progress, not objects: leave out --output")
 				}
+				if timeout < 0 {
+					return usageErrorf("--timeout %s: must not be negative", timeout)
+				}
+				c, err := o.RetryingClient()
+				if err != nil {
+					return err
+				}
+				return WatchStatus(cmd.Context(), c, o.Out, WatchOptions{
+					Name:     name,
+					Terminal: o.IsTerminal(o.Out),
+					Interval: o.PollInterval,
+					Timeout:  timeout,
+				})
+			}
+			if cmd.Flags().Changed("timeout") {
+				return usageErrorf("--timeout bounds -w only")
 			}
 			c, err := o.Client()
 			if err != nil {
 				return err
 			}
-			if watch {
-				return WatchStatus(cmd.Context(), c, o.Out, WatchOptions{
-					Name:     name,
-					Terminal: o.IsTerminal(o.Out),
-					Interval: o.PollInterval,
-				})
-			}
 			return Status(cmd.Context(), c, o.Out, StatusOptions{Name: name, Output: output})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml (default: a table)")
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout of NAME until it is Complete or Stalled")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout of NAME until it is Complete, Stalled or paused")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "With -w: how long to follow before giving up (exit 4); 0 means no limit")
 	return cmd
 }
 
@@ -197,15 +214,22 @@ type WatchOptions struct {
 	Terminal bool
 	// Interval is how often the SidecarSet is read.
 	Interval time.Duration
+	// Timeout, when positive, bounds the watch.
+	Timeout time.Duration
 }
 
 // ErrStalled is wrapped by WatchStatus's error when the rollout stalled.
 var ErrStalled = errors.New("rollout stalled")
 
 // WatchStatus follows one SidecarSet's rollout until its status, about the
-// current spec, says Complete (nil) or Stalled (an error wrapping
-// ErrStalled).
+// current spec, says Complete (nil), Stalled (an error wrapping ErrStalled),
+// or that nothing will move: paused or NotUpdate (ErrPaused); or until
+// opts.Timeout passes (ErrTimeout).
 func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts WatchOptions) error {
+	var deadline time.Time
+	if opts.Timeout > 0 {
+		deadline = time.Now().Add(opts.Timeout)
+	}
 	var r progressRenderer
 	if opts.Terminal {
 		r = newBarRenderer(ctx, out, opts.Name)
@@ -238,6 +262,13 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 		case v.stalled:
 			r.stop()
 			return fmt.Errorf("%s: %w (%s): %s", opts.Name, ErrStalled, v.reason, v.message)
+		case v.halted:
+			r.stop()
+			return fmt.Errorf("%s: rollout %w: %s; nothing moves until %s", opts.Name, ErrPaused, v.message, v.remedy)
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			r.stop()
+			return fmt.Errorf("%s: %w: not complete within --timeout %s", opts.Name, ErrTimeout, opts.Timeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -251,21 +282,45 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 // verdict is what the status says about the rollout as a whole.
 type verdict struct {
 	complete, stalled bool
-	reason, message   string
+	// halted: nothing moves until someone acts (remedy).
+	halted                  bool
+	reason, message, remedy string
 }
 
-// verdictOf reads Complete and Stalled, but only from a status that
-// observed the current spec: right after an edit, the last status is about
-// the previous spec and may say Complete for a rollout that has not begun.
+// verdictOf reads Stalled, Complete and what halts a rollout, but only
+// from a status that observed the current spec: right after an edit, the
+// last status is about the previous spec and may say Complete for a
+// rollout that has not begun.
+//
+// Worked cases (status about the current spec):
+//
+//	Stalled True (paused by the controller after it)   → stalled
+//	Complete True                                      → complete
+//	Complete True, but type NotUpdate                  → halted: no running pod moves, "complete" says nothing
+//	paused, not complete                               → halted
+//	RollingUpdate, not paused, not complete            → keep watching
 func verdictOf(set *v1alpha1.SidecarSet) verdict {
 	if set.Status.ObservedGeneration < set.Generation {
 		return verdict{}
 	}
+	us := set.Spec.UpdateStrategy
 	if c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		return verdict{stalled: true, reason: c.Reason, message: c.Message}
 	}
-	if c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionComplete); c != nil && c.Status == metav1.ConditionTrue {
-		return verdict{complete: true, reason: c.Reason, message: c.Message}
+	complete := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionComplete)
+	message := ""
+	if complete != nil {
+		message = complete.Message
+	}
+	switch {
+	case us.Type == v1alpha1.NotUpdateStrategy:
+		return verdict{halted: true, reason: "NotUpdate", message: "spec.updateStrategy.type is NotUpdate (" + message + ")",
+			remedy: "the type is RollingUpdate"}
+	case complete != nil && complete.Status == metav1.ConditionTrue:
+		return verdict{complete: true, reason: complete.Reason, message: complete.Message}
+	case us.Paused:
+		return verdict{halted: true, reason: "Paused", message: "spec.updateStrategy.paused is true (" + message + ")",
+			remedy: "`kubectl sidecarset rollout resume " + set.Name + "`"}
 	}
 	return verdict{}
 }

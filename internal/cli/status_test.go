@@ -134,8 +134,8 @@ func TestStatusWatchStalled(t *testing.T) {
 	// pod updated never becomes ready, and the rollout stalls.
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-pull-fails:v2" })
 	r := kubectl(t, false, "status", f.Set, "-w")
-	if !errors.Is(r.err, cli.ErrStalled) {
-		t.Fatalf("error %v, want one wrapping ErrStalled", r.err)
+	if !errors.Is(r.err, cli.ErrStalled) || cli.ExitCode(r.err) != 1 {
+		t.Fatalf("error %v (exit %d), want one wrapping ErrStalled, exit 1", r.err, cli.ExitCode(r.err))
 	}
 	mustContain(t, r.err.Error(), "ProgressDeadlineExceeded", "progressDeadlineSeconds (2s)")
 	mustContain(t, r.out, "1 updated, 1 not ready")
