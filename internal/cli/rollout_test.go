@@ -74,21 +74,26 @@ func TestRolloutUndo(t *testing.T) {
 	v2 := f.complete(1).LatestRevision
 
 	r := ok(t, "rollout", "undo", f.Set)
-	mustContain(t, r.out, fmt.Sprintf("%s: declared revision %s (1) again: exporter=exporter:v1 (was exporter=exporter:v2); partition stays 1", f.Set, v1))
+	mustContain(t, r.out, fmt.Sprintf("%s: declared revision %s (1) again: exporter=exporter:v1 (was exporter=exporter:v2)", f.Set, v1))
+	mustContain(t, r.out, fmt.Sprintf("1 pod(s) go back, whatever the partition (1), at most 1 at a time: %s/p01", f.NS))
 	got := f.GetSet()
 	if img := got.Spec.Containers[0].Image; img != "exporter:v1" || got.Spec.UpdateStrategy.Partition.String() != "1" {
 		t.Errorf("cluster after undo: image %s partition %s, want exporter:v1 and the partition left at 1", img, got.Spec.UpdateStrategy.Partition)
 	}
-	// The controller makes the undone revision the newest again. p02 never
-	// left it; the partition, left at 1, keeps p01 on v2 until promoted.
-	if latest := f.complete(1).LatestRevision; latest != v1 {
+	// Defect: the controller makes the undone revision the newest again;
+	// p02 never left it, and the partition, left at 1, kept the canary p01
+	// on v2 and called the rollout complete. The pods of the revision
+	// undone go back whatever the partition.
+	if latest := f.complete(2).LatestRevision; latest != v1 {
 		t.Errorf("latest revision %s after undo, want %s", latest, v1)
 	}
-	want := map[string]string{"p01": "exporter:v2", "p02": "exporter:v1"}
 	for _, p := range f.Pods() {
-		if img := fixture.Image(&p, "exporter"); img != want[p.Name] {
-			t.Errorf("pod %s runs %s after undo, want %s", p.Name, img, want[p.Name])
+		if img := fixture.Image(&p, "exporter"); img != "exporter:v1" {
+			t.Errorf("pod %s runs %s after undo, want exporter:v1", p.Name, img)
 		}
+	}
+	if got := fixture.Restarts(f.Pods(), "exporter"); got["p01"] != 2 || got["p02"] != 0 {
+		t.Errorf("exporter restarts %v after undo, want p01 2 (to v2 and back), p02 0", got)
 	}
 
 	var revs appsv1.ControllerRevisionList
@@ -101,11 +106,18 @@ func TestRolloutUndo(t *testing.T) {
 			v2Number = cr.Revision
 		}
 	}
-	ok(t, "rollout", "undo", f.Set, "--to-revision", fmt.Sprint(v2Number))
-	if img := f.GetSet().Spec.Containers[0].Image; img != "exporter:v2" {
-		t.Errorf("cluster after undo --to-revision %d: image %s, want exporter:v2", v2Number, img)
+	// Forward to a revision declared after the current one: the partition
+	// decides, as for any new revision.
+	r = ok(t, "rollout", "undo", f.Set, "--to-revision", fmt.Sprint(v2Number))
+	mustContain(t, r.out, "a revision declared after the current one: pods move to it as the partition (1) says")
+	if got := f.GetSet(); got.Spec.Containers[0].Image != "exporter:v2" || got.Annotations[v1alpha1.AnnotationUndo] != "" {
+		t.Errorf("cluster after undo --to-revision %d: image %s, %s %q; want exporter:v2 and no undo recorded",
+			v2Number, got.Spec.Containers[0].Image, v1alpha1.AnnotationUndo, got.Annotations[v1alpha1.AnnotationUndo])
 	}
 	f.complete(1)
+	if n := fixture.CountImage(f.Pods(), "exporter:v2"); n != 1 {
+		t.Errorf("%d pods on exporter:v2 after going forward with partition 1 of 2, want 1", n)
+	}
 	mustContain(t, ok(t, "rollout", "undo", f.Set, "--to-revision", v2).out, "already declares revision "+v2)
 
 	r = kubectl(t, false, "rollout", "undo", f.Set, "--to-revision", "99")

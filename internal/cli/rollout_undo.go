@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -25,7 +27,17 @@ func NewCmdUndo(o *Options) *cobra.Command {
 		Long: `Declare the containers, init containers, volumes and imagePullSecrets of an
 earlier revision again, read from its ControllerRevision in the manager's
 namespace (--manager-namespace). Selectors, strategies and the partition stay
-as they are, so pods move back at the pace the rollout is set to.
+as they are, so pods move back at the pace the rollout is set to
+(maxUnavailable, PodDisruptionBudgets).
+
+The pods that took the revision undone go back whatever the partition: undo
+records it in the set's sidecarset.dev/undo annotation, and while the set
+declares the revision undo went back to, the controller moves the pods of the
+undone one first, beyond the partition if need be. (Otherwise a partition
+above 0 would keep exactly the canaries on the withdrawn revision, since the
+pods that never moved are on the latest revision again.) Pods on other older
+revisions stay as the partition says. Undo lists the pods it brings back, and
+says so when the rollout is paused: nothing moves until it is resumed.
 
 Without --to-revision the previous revision is taken: the newest one other than
 the current spec's. --to-revision takes a revision number (as listed by
@@ -86,17 +98,89 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 		return err
 	}
 
+	from := findRevision(list.Items, current)
+	back := from != nil && declaredBefore(cr, from)
+	var moving []string
+	if back {
+		pods, err := setPods(ctx, c, set, "", opts.ManagerNamespace)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if p.Record.Revision == current {
+				moving = append(moving, p.Key.String())
+			}
+		}
+	}
+
 	before := images(&set.Spec)
 	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if err := revision.ApplyData(&set.Spec, cr.Data.Raw); err != nil {
 		return fmt.Errorf("read revision %s: %w", cr.Name, err)
 	}
+	if back {
+		undo, err := json.Marshal(v1alpha1.Undo{From: current, To: cr.Name})
+		if err != nil {
+			return err
+		}
+		metav1.SetMetaDataAnnotation(&set.ObjectMeta, v1alpha1.AnnotationUndo, string(undo))
+	} else {
+		delete(set.Annotations, v1alpha1.AnnotationUndo)
+	}
 	if err := c.Patch(ctx, set, patch); err != nil {
 		return fmt.Errorf("declare revision %s in SidecarSet %s: %w", cr.Name, opts.Name, err)
 	}
-	_, err = fmt.Fprintf(out, "%s: declared revision %s (%d) again: %s (was %s); partition stays %s\n",
-		opts.Name, cr.Name, cr.Revision, images(&set.Spec), before,
-		intOrPercent(set.Spec.UpdateStrategy.Partition, "0"))
+	if _, err := fmt.Fprintf(out, "%s: declared revision %s (%d) again: %s (was %s)\n",
+		opts.Name, cr.Name, cr.Revision, images(&set.Spec), before); err != nil {
+		return err
+	}
+	return undoPlan(out, set, back, moving)
+}
+
+// declaredBefore reports whether revision a was first declared before b:
+// by the numbers they were created with, or, for revisions created before
+// those were kept, by creation time.
+func declaredBefore(a, b *appsv1.ControllerRevision) bool {
+	na, errA := strconv.ParseInt(a.Annotations[v1alpha1.AnnotationFirstRevision], 10, 64)
+	nb, errB := strconv.ParseInt(b.Annotations[v1alpha1.AnnotationFirstRevision], 10, 64)
+	if errA == nil && errB == nil {
+		return na < nb
+	}
+	return a.CreationTimestamp.Before(&b.CreationTimestamp)
+}
+
+func findRevision(revs []appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
+	for i := range revs {
+		if revs[i].Name == name {
+			return &revs[i]
+		}
+	}
+	return nil
+}
+
+// undoPlan says what the controller does after an undo: going back, the
+// pods it brings back from the undone revision, at what pace, and what
+// holds them; going forward, that the partition decides.
+func undoPlan(out io.Writer, set *v1alpha1.SidecarSet, back bool, moving []string) error {
+	st := set.Spec.UpdateStrategy
+	var b strings.Builder
+	switch {
+	case !back:
+		fmt.Fprintf(&b, "  a revision declared after the current one: pods move to it as the partition (%s) says, at most %s at a time\n",
+			intOrPercent(st.Partition, "0"), intOrPercent(st.MaxUnavailable, "1"))
+	case len(moving) == 0:
+		b.WriteString("  no pod runs the revision undone; new pods get the one declared now\n")
+	default:
+		fmt.Fprintf(&b, "  %d pod(s) go back, whatever the partition (%s), at most %s at a time: %s\n",
+			len(moving), intOrPercent(st.Partition, "0"), intOrPercent(st.MaxUnavailable, "1"), strings.Join(moving, ", "))
+	}
+	switch {
+	case st.Type == v1alpha1.NotUpdateStrategy:
+		b.WriteString("  updateStrategy.type is NotUpdate: running pods keep their revision; only new pods get this one\n")
+	case st.Paused:
+		fmt.Fprintf(&b, "  updateStrategy.paused is true: nothing moves until `kubectl sidecarset rollout resume %s`\n", set.Name)
+	}
+	_, err := io.WriteString(out, b.String())
 	return err
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Strategy:    set.Spec.UpdateStrategy,
 		DriftPolicy: set.Spec.DriftPolicy,
 		Budgets:     budgets,
+		Undone:      undoneRevision(ctx, set, latest.Name),
 	})
 	if err != nil {
 		// Validation refuses such a strategy; one stored before it cannot
@@ -102,4 +104,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	return r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
+}
+
+// undoneRevision returns the revision the set's last `rollout undo` went
+// back from (its sidecarset.dev/undo annotation) while the revision it went
+// back to is latest, "" otherwise. An annotation that does not parse is
+// logged and ignored: it only ever speeds pods back.
+func undoneRevision(ctx context.Context, set *v1alpha1.SidecarSet, latest string) string {
+	raw, ok := set.Annotations[v1alpha1.AnnotationUndo]
+	if !ok {
+		return ""
+	}
+	var u v1alpha1.Undo
+	if err := json.Unmarshal([]byte(raw), &u); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "ignoring annotation", "annotation", v1alpha1.AnnotationUndo)
+		return ""
+	}
+	if u.To != latest {
+		return ""
+	}
+	return u.From
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +53,9 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 				Name:      name,
 				Namespace: r.Namespace,
 				Labels:    map[string]string{v1alpha1.LabelSidecarSet: set.Name},
+				Annotations: map[string]string{
+					v1alpha1.AnnotationFirstRevision: strconv.FormatInt(top+1, 10),
+				},
 			},
 			Data:     runtime.RawExtension{Raw: revision.Data(&set.Spec)},
 			Revision: top + 1,

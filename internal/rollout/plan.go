@@ -29,6 +29,11 @@ type Input struct {
 	// that is not a key has none. disruptionsAllowed lags the writes of the
 	// previous reconciles (see Next).
 	Budgets map[types.NamespacedName][]Budget
+	// Undone names the revision `rollout undo` went back from, while the
+	// revision it went back to is Latest (the set's sidecarset.dev/undo
+	// annotation); empty otherwise. Its pods go back whatever the partition
+	// (see Next).
+	Undone string
 }
 
 // Budget is a PodDisruptionBudget as the planner needs it.
@@ -76,8 +81,9 @@ type Plan struct {
 	// neither.
 	Held []Held
 	// Due counts the candidates the partition lets move now (selected,
-	// upgradable pods not on the latest revision, up to Target), whether
-	// they are written now or wait.
+	// upgradable pods not on the latest revision, up to Target), and the
+	// upgradable pods on the Undone revision, whether they are written now
+	// or wait.
 	Due int
 }
 
@@ -221,6 +227,16 @@ type Held struct {
 // nothing is made regardless: it takes nothing from the healthy pods a
 // budget protects.
 //
+// Undo: pods on the Undone revision, the one `rollout undo` went back
+// from, are due whatever the partition and the selector: the partition
+// keeps pods on the revision they run, and after an undo the pods that never
+// moved are on the latest revision already, so that a partition above 0
+// would otherwise keep exactly the pods that took the withdrawn revision on
+// it, and call the rollout complete. They go first, within Target when it
+// leaves room and beyond it otherwise, so that the partition still keeps as
+// many of the other candidates as before; they take maxUnavailable and
+// budgets like any update.
+//
 // Drift (driftPolicy Revert): a drifted pod that is not due for an update
 // gets its recorded images written back (a due update writes the latest
 // images and undoes the drift on the way). Reverts are not limited by the
@@ -277,15 +293,26 @@ func Next(in Input) (Plan, error) {
 	pods := slices.Clone(in.Pods)
 	slices.SortFunc(pods, func(a, b Pod) int { return compareKeys(a.Key, b.Key) })
 
-	var candidates []Pod
+	var candidates, undone []Pod
 	for _, p := range pods {
-		if selected(p) && !p.Updated && p.Upgradable {
+		switch {
+		case p.Updated || !p.Upgradable:
+		case in.Undone != "" && p.Record.Revision == in.Undone:
+			undone = append(undone, p)
+		case selected(p):
 			candidates = append(candidates, p)
 		}
 	}
 	// Stable: within each readiness group the order stays by name.
 	slices.SortStableFunc(candidates, func(a, b Pod) int { return compareBool(a.PodReady, b.PodReady) })
-	due := candidates[:min(max(scope.Target-scope.Updated, 0), len(candidates))]
+	// What the partition lets move, less the undone pods it counts.
+	left := scope.Target - scope.Updated
+	for _, p := range undone {
+		if selected(p) {
+			left--
+		}
+	}
+	due := append(undone, candidates[:min(max(left, 0), len(candidates))]...)
 	plan.Due = len(due)
 
 	type item struct {

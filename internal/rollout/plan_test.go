@@ -109,6 +109,11 @@ func drifted(p *Pod) {
 	p.Drifted = []string{"exporter"}
 }
 
+// onRevision: p runs another old revision than the others.
+func onRevision(name string) opt {
+	return func(p *Pod) { p.Record.Revision = setName + "-" + name }
+}
+
 // unacted: p's sidecar was edited by hand and the kubelet still runs the
 // container from before the edit.
 func unacted(p *Pod) {
@@ -236,6 +241,7 @@ func TestNext(t *testing.T) {
 		strategy  v1alpha1.UpdateStrategy
 		drift     v1alpha1.DriftPolicy
 		budgets   map[types.NamespacedName][]Budget
+		undone    string
 		want      outcome
 		wantScope *Scope
 	}{
@@ -514,6 +520,37 @@ func TestNext(t *testing.T) {
 			wantScope: &Scope{Matched: 12, Selected: 12, Target: 12, MaxUnavailable: 1},
 		},
 		{
+			// Defect: after an undo the pods that never moved are on the
+			// latest revision, and partition 8 kept the two canaries on
+			// the withdrawn one.
+			name:      "undo with partition 8: the canaries on the undone revision go back",
+			pods:      fleet(10, each([]opt{updated}, podRange(1, 8)...)),
+			strategy:  strategy("8", "1"),
+			undone:    setName + "-old",
+			want:      outcome{[]string{"p09"}, held(HeldByMaxUnavailable, "p10")},
+			wantScope: &Scope{Matched: 10, Selected: 10, Partition: 8, Target: 2, Updated: 8, UpdatedReady: 8, MaxUnavailable: 1},
+		},
+		{
+			name:     "without the undo the partition keeps them",
+			pods:     fleet(10, each([]opt{updated}, podRange(1, 8)...)),
+			strategy: strategy("8", "1"),
+			want:     outcome{nil, held(HeldByPartition, "p09", "p10")},
+		},
+		{
+			name:     "undo: the partition still keeps as many pods of older revisions",
+			pods:     fleet(10, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{onRevision("older")}, podRange(4, 8)...))),
+			strategy: strategy("5", "2"),
+			undone:   setName + "-old",
+			want:     outcome{[]string{"p09", "p10"}, held(HeldByPartition, podRange(4, 8))},
+		},
+		{
+			name:     "undo with room in the partition: the undone pods take it first",
+			pods:     fleet(10, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{onRevision("older")}, podRange(4, 8)...))),
+			strategy: strategy("3", "3"),
+			undone:   setName + "-old",
+			want:     outcome{[]string{"p04", "p05", "p09"}, held(HeldByMaxUnavailable, "p10", HeldByPartition, podRange(6, 8))},
+		},
+		{
 			name: "paused",
 			pods: fleet(12, each([]opt{drifted}, "p12")),
 			strategy: func() v1alpha1.UpdateStrategy {
@@ -555,7 +592,7 @@ func TestNext(t *testing.T) {
 				pods[len(pods)-1-i] = p
 			}
 			before := fmt.Sprintf("%+v", pods)
-			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets})
+			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets, Undone: tt.undone})
 			if err != nil {
 				t.Fatalf("Next: %v", err)
 			}
