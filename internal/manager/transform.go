@@ -8,8 +8,10 @@ import (
 )
 
 // slimPod keeps, of a managed pod in the cache, only what the controller
-// reads: identity, labels, this project's annotations, each container's name
-// and image, phase, conditions and container statuses. A cached pod then
+// reads: identity, labels, this project's annotations, the generation and
+// the generation the kubelet observed (completion rests on them), each
+// container's name and image, phase, conditions and container statuses. A
+// cached pod then
 // costs a fraction of its full size, which is what lets one manager hold
 // tens of thousands of managed pods.
 //
@@ -30,6 +32,7 @@ func slimPod(obj any) (any, error) {
 			Namespace:         pod.Namespace,
 			UID:               pod.UID,
 			ResourceVersion:   pod.ResourceVersion,
+			Generation:        pod.Generation,
 			CreationTimestamp: pod.CreationTimestamp,
 			DeletionTimestamp: pod.DeletionTimestamp,
 			Labels:            pod.Labels,
@@ -41,6 +44,7 @@ func slimPod(obj any) (any, error) {
 			Containers:     slimContainers(pod.Spec.Containers),
 		},
 		Status: corev1.PodStatus{
+			ObservedGeneration:    pod.Status.ObservedGeneration,
 			Phase:                 pod.Status.Phase,
 			Conditions:            pod.Status.Conditions,
 			InitContainerStatuses: slimStatuses(pod.Status.InitContainerStatuses),

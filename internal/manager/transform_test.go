@@ -13,7 +13,7 @@ func TestSlimPod(t *testing.T) {
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
 	full := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "db-0", Namespace: "ns", UID: "u", ResourceVersion: "7",
+			Name: "db-0", Namespace: "ns", UID: "u", ResourceVersion: "7", Generation: 3,
 			Labels: map[string]string{"app": "db", "sidecarset.dev/managed": "true"},
 			Annotations: map[string]string{
 				"sidecarset.dev/state":                             `{"a":{}}`,
@@ -32,9 +32,10 @@ func TestSlimPod(t *testing.T) {
 			Volumes: []corev1.Volume{{Name: "data"}},
 		},
 		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			PodIP:      "10.0.0.1",
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			Phase:              corev1.PodRunning,
+			ObservedGeneration: 2,
+			PodIP:              "10.0.0.1",
+			Conditions:         []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "mysql", Image: "mysql:8", ImageID: "sha256:1",
 				ContainerID: "containerd://1", Ready: true, RestartCount: 2, State: running,
 				LastTerminationState: running}},
@@ -42,7 +43,7 @@ func TestSlimPod(t *testing.T) {
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "db-0", Namespace: "ns", UID: "u", ResourceVersion: "7",
+			Name: "db-0", Namespace: "ns", UID: "u", ResourceVersion: "7", Generation: 3,
 			Labels:      map[string]string{"app": "db", "sidecarset.dev/managed": "true"},
 			Annotations: map[string]string{"sidecarset.dev/state": `{"a":{}}`, "sidecarset.dev/injected": "a"},
 		},
@@ -52,8 +53,9 @@ func TestSlimPod(t *testing.T) {
 			Containers:     []corev1.Container{{Name: "mysql", Image: "mysql:8"}},
 		},
 		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			Phase:              corev1.PodRunning,
+			ObservedGeneration: 2,
+			Conditions:         []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "mysql", Image: "mysql:8", ImageID: "sha256:1",
 				ContainerID: "containerd://1", Ready: true, RestartCount: 2, State: running}},
 		},
