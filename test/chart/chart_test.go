@@ -529,22 +529,6 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestSchema checks that values.schema.json refuses values the apiserver
-// would refuse halfway through an install.
-func TestSchema(t *testing.T) {
-	for _, values := range []string{
-		"webhook: {failurePolicy: ignore}",
-		"webhook: {timeoutSeconds: 31}",
-		"webhook: {excludeNamespaces: ['']}",
-		"replicas: 0",
-	} {
-		_, _, err := install(t, configNamespace, values)
-		if err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
-			t.Errorf("values %q: err = %v, want a schema error", values, err)
-		}
-	}
-}
-
 // TestManagerAcceptsArgs runs the manager built from this tree with each
 // release's arguments and --help: the flag package exits 0 there only when
 // every argument before it is a known flag with a valid value.
