@@ -48,7 +48,7 @@ func main() {
 	fs.StringVar(&opts.CertDir, "cert-dir", opts.CertDir, "folder with the webhook serving certificate, tls.crt and tls.key")
 	fs.BoolVar(&opts.CertRotation, "cert-rotation", opts.CertRotation,
 		"generate and rotate the webhook certificate in the Secret --cert-secret (mounted at --cert-dir) and inject its CA into the webhook configurations")
-	fs.StringVar(&opts.CertSecret, "cert-secret", opts.CertSecret, "Secret, in --namespace, that holds the rotated webhook certificate")
+	fs.StringVar(&opts.CertSecret, "cert-secret", opts.CertSecret, "Secret, in --namespace, that holds the rotated webhook certificate (the chart's RBAC lets the manager update sidecarset-webhook-cert only)")
 	fs.StringVar(&opts.WebhookService, "webhook-service", opts.WebhookService, "Service, in --namespace, that the apiserver calls the webhooks through (the certificate's name)")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection,
 		"elect one active manager among replicas, through a Lease in --namespace; turn it off only when no other manager can run against the cluster")

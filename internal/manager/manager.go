@@ -67,6 +67,10 @@ type Options struct {
 	GracefulShutdown time.Duration
 }
 
+// LeaderElectionID names the Lease, in the manager's namespace, through
+// which replicas elect the one that runs the controllers.
+const LeaderElectionID = "sidecarset-manager.sidecarset.dev"
+
 // DefaultOptions returns the options the binary starts from.
 func DefaultOptions() Options {
 	return Options{
@@ -109,7 +113,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "sidecarset-manager.sidecarset.dev",
+		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
 		// The manager's process ends when the manager does, so it may give
 		// the lease up at once: a restarted or replaced manager takes over

@@ -22,6 +22,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -90,6 +91,7 @@ func TestChart(t *testing.T) {
 			t.Run("objects", func(t *testing.T) { testObjects(t, rel, r) })
 			t.Run("webhooks", func(t *testing.T) { testWebhooks(t, rel, r) })
 			t.Run("rbac", func(t *testing.T) { testRBAC(t, rel, r) })
+			t.Run("rbac own names", func(t *testing.T) { testOwnNames(t, rel, r) })
 			t.Run("deployment", func(t *testing.T) { testDeployment(t, rel, r) })
 			t.Run("pdb", func(t *testing.T) { testPDB(t, rel, r) })
 			t.Run("metrics", func(t *testing.T) { testMetrics(t, rel, r) })
@@ -213,6 +215,80 @@ func testRBAC(t *testing.T, rel release, r rendered) {
 			checkBinding(t, binding.RoleRef, binding.Subjects, "Role", want.Name, wantSubjects)
 		default:
 			t.Fatalf("config/rbac/role.yaml holds %s, which the chart does not bind", k)
+		}
+	}
+}
+
+// leaderElectionLease is the manager's LeaderElectionID
+// (internal/manager).
+const leaderElectionLease = "sidecarset-manager.sidecarset.dev"
+
+// readVerbs are what the manager may do to any object of a guarded
+// resource: the caches (the manager's and the certificate rotation's) list
+// and watch, and nothing reads those objects one by one.
+var readVerbs = []string{"list", "watch"}
+
+// testOwnNames checks that the manager may change only its own webhook
+// configurations, certificate Secret and Lease: any verb but list and watch
+// on those resources is granted for the manager's own names only, never
+// for every object.
+func testOwnNames(t *testing.T, rel release, r rendered) {
+	_, _, args := manager(t, r)
+	own := map[schema.GroupResource][]string{
+		{Resource: "secrets"}:                              {args["--cert-secret"]},
+		{Group: "coordination.k8s.io", Resource: "leases"}: {leaderElectionLease},
+		{Group: admissionregistrationv1.GroupName, Resource: "mutatingwebhookconfigurations"}:   nil,
+		{Group: admissionregistrationv1.GroupName, Resource: "validatingwebhookconfigurations"}: nil,
+	}
+	for _, obj := range r.objects {
+		switch w := obj.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			gr := schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingwebhookconfigurations"}
+			own[gr] = append(own[gr], w.Name)
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			gr := schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "validatingwebhookconfigurations"}
+			own[gr] = append(own[gr], w.Name)
+		}
+	}
+	var rules []rbacv1.PolicyRule
+	for _, obj := range r.objects {
+		switch role := obj.(type) {
+		case *rbacv1.ClusterRole:
+			rules = append(rules, role.Rules...)
+		case *rbacv1.Role:
+			rules = append(rules, role.Rules...)
+		}
+	}
+	for _, rule := range rules {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				names, guarded := own[schema.GroupResource{Group: g, Resource: res}]
+				if g == "*" || res == "*" {
+					t.Errorf("rule %+v: a wildcard reaches the manager's webhook configurations, Secret and Lease", rule)
+					continue
+				}
+				if !guarded {
+					continue
+				}
+				for _, verb := range rule.Verbs {
+					switch {
+					case slices.Contains(readVerbs, verb) && len(rule.ResourceNames) == 0:
+					case verb == "create" && len(rule.ResourceNames) == 0 && res == "leases":
+						// A name cannot limit create; the Lease is created on
+						// the first election.
+					case len(rule.ResourceNames) == 0:
+						t.Errorf("%s %s is granted on every object; want resourceNames %v", verb, res, names)
+					case verb == "*" || verb == "create" || verb == "list" || verb == "watch":
+						t.Errorf("%s %s with resourceNames %v: the names do not limit it", verb, res, rule.ResourceNames)
+					default:
+						for _, n := range rule.ResourceNames {
+							if !slices.Contains(names, n) {
+								t.Errorf("%s %s granted on %s, which is not the manager's own (%v)", verb, res, n, names)
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }
