@@ -53,7 +53,10 @@ func main() {
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection,
 		"elect one active manager among replicas, through a Lease in --namespace; turn it off only when no other manager can run against the cluster")
 	fs.IntVar(&opts.Workers, "workers", opts.Workers, "how many SidecarSets are reconciled at once")
-	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown, "how long to wait for work in flight on stop")
+	fs.DurationVar(&opts.ShutdownDrain, "shutdown-drain", opts.ShutdownDrain,
+		"on SIGTERM, how long to keep serving webhooks, reporting not ready, while the pod's endpoint leaves the Service, before stopping")
+	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown,
+		"after the drain, how long to wait for work in flight; drain + this + a few seconds must fit in the pod's terminationGracePeriodSeconds")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	// --kubeconfig is registered by controller-runtime's config package.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -459,6 +460,11 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 		}
 	}
 
+	// Shutdown: the drain, then the graceful-shutdown timeout, then the
+	// Lease given up and the process gone, all before the kubelet's
+	// SIGKILL.
+	checkShutdown(t, spec, args)
+
 	// Probes on the health port.
 	probes := map[string]*corev1.Probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe}
 	for path, p := range probes {
@@ -505,6 +511,47 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 	}
 	if !spread {
 		t.Errorf("no preferred pod anti-affinity across %s: %+v", corev1.LabelHostname, spec.Affinity)
+	}
+}
+
+// Bounds of the manager's shutdown in the chart.
+const (
+	// minDrain covers an endpoint's way out of the Service to kube-proxy.
+	minDrain = 2 * time.Second
+	// shutdownMargin is left of the grace period after the drain and the
+	// graceful-shutdown timeout: the Lease's release (bounded by its renew
+	// deadline) and the process's exit.
+	shutdownMargin = 10 * time.Second
+)
+
+// checkShutdown checks that the manager drains long enough, and that the
+// drain and the graceful-shutdown timeout leave a margin in the pod's grace
+// period.
+func checkShutdown(t *testing.T, spec corev1.PodSpec, args map[string]string) {
+	t.Helper()
+	durations := map[string]time.Duration{}
+	for _, flag := range []string{"--shutdown-drain", "--graceful-shutdown-timeout"} {
+		v, ok := args[flag]
+		if !ok {
+			t.Errorf("%s is not given: the manager's default would decide", flag)
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Errorf("%s=%s: %v", flag, v, err)
+		}
+		durations[flag] = d
+	}
+	drain, timeout := durations["--shutdown-drain"], durations["--graceful-shutdown-timeout"]
+	if drain < minDrain {
+		t.Errorf("--shutdown-drain=%s, want at least %s for the endpoint to leave kube-proxy", drain, minDrain)
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		t.Fatalf("terminationGracePeriodSeconds unset: the API's default, not the chart, would bound the shutdown")
+	}
+	grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	if drain+timeout+shutdownMargin > grace {
+		t.Errorf("--shutdown-drain=%s + --graceful-shutdown-timeout=%s + %s margin > terminationGracePeriodSeconds %s: SIGKILL could cut the shutdown short", drain, timeout, shutdownMargin, grace)
 	}
 }
 
