@@ -33,7 +33,6 @@ type replica struct {
 	name   string
 	addr   string
 	readyz string
-	opts   manager.Options
 	cancel context.CancelFunc
 	// exited is closed once the manager's Start has returned err.
 	exited chan struct{}
@@ -80,7 +79,6 @@ func startReplica(t *testing.T, env *testenv.Env, name string, webhookPort int, 
 		name:   name,
 		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(webhookPort)),
 		readyz: "http://" + opts.ProbeAddr + "/readyz",
-		opts:   opts,
 		cancel: cancel,
 		exited: make(chan struct{}),
 	}
@@ -93,15 +91,18 @@ func startReplica(t *testing.T, env *testenv.Env, name string, webhookPort int, 
 }
 
 // ready reports whether the replica's /readyz answers 200.
-func (r *replica) ready() bool {
+func (r *replica) ready() bool { return r.readyzStatus() == http.StatusOK }
+
+// readyzStatus returns the status /readyz answers, 0 when it does not.
+func (r *replica) readyzStatus() int {
 	c := http.Client{Timeout: time.Second}
 	resp, err := c.Get(r.readyz)
 	if err != nil {
-		return false
+		return 0
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode == http.StatusOK
+	return resp.StatusCode
 }
 
 // service stands for the chart's webhook Service as the apiserver reaches
@@ -455,11 +456,14 @@ func TestShutdownDrain(t *testing.T) {
 
 	stopped := time.Now()
 	r.cancel()
+	// Not ready, and saying so: the probe server runs on.
+	status := 0
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 500*time.Millisecond, true, func(context.Context) (bool, error) {
-		return !r.ready(), nil
+		status = r.readyzStatus()
+		return status == http.StatusInternalServerError, nil
 	})
 	if err != nil {
-		t.Errorf("/readyz still passes %s after the stop", time.Since(stopped).Round(time.Millisecond))
+		t.Errorf("/readyz answers %d %s after the stop, want %d", status, time.Since(stopped).Round(time.Millisecond), http.StatusInternalServerError)
 	}
 	// Webhook calls through the apiserver until shortly before the drain
 	// ends.
