@@ -48,12 +48,15 @@ func main() {
 	fs.StringVar(&opts.CertDir, "cert-dir", opts.CertDir, "folder with the webhook serving certificate, tls.crt and tls.key")
 	fs.BoolVar(&opts.CertRotation, "cert-rotation", opts.CertRotation,
 		"generate and rotate the webhook certificate in the Secret --cert-secret (mounted at --cert-dir) and inject its CA into the webhook configurations")
-	fs.StringVar(&opts.CertSecret, "cert-secret", opts.CertSecret, "Secret, in --namespace, that holds the rotated webhook certificate")
+	fs.StringVar(&opts.CertSecret, "cert-secret", opts.CertSecret, "Secret, in --namespace, that holds the rotated webhook certificate (the chart's RBAC lets the manager update sidecarset-webhook-cert only)")
 	fs.StringVar(&opts.WebhookService, "webhook-service", opts.WebhookService, "Service, in --namespace, that the apiserver calls the webhooks through (the certificate's name)")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection,
 		"elect one active manager among replicas, through a Lease in --namespace; turn it off only when no other manager can run against the cluster")
 	fs.IntVar(&opts.Workers, "workers", opts.Workers, "how many SidecarSets are reconciled at once")
-	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown, "how long to wait for work in flight on stop")
+	fs.DurationVar(&opts.ShutdownDrain, "shutdown-drain", opts.ShutdownDrain,
+		"on SIGTERM, how long to keep serving webhooks, reporting not ready, while the pod's endpoint leaves the Service, before stopping")
+	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown,
+		"after the drain, how long to wait for work in flight; drain + this + a few seconds must fit in the pod's terminationGracePeriodSeconds")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	// --kubeconfig is registered by controller-runtime's config package.

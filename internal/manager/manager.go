@@ -62,10 +62,24 @@ type Options struct {
 	// its life (tests that restart the manager): controller names are then
 	// not checked for uniqueness, which only guards metric names.
 	SeveralPerProcess bool
-	// GracefulShutdown bounds how long the manager waits for its
-	// controllers and webhooks to finish on stop.
+	// ShutdownDrain is how long the manager keeps serving webhooks once it
+	// is told to stop (its context is done: SIGTERM), failing /readyz
+	// meanwhile, before it begins to stop. A pod's endpoint leaves the
+	// Service while the kubelet sends SIGTERM, and reaches kube-proxy (or
+	// the apiserver's endpoint routing) a moment later: until then new
+	// webhook calls still arrive, and with failurePolicy Fail each one
+	// that finds the listener closed fails a pod's creation.
+	ShutdownDrain time.Duration
+	// GracefulShutdown bounds how long the manager waits, after the drain,
+	// for its controllers and webhooks to finish. The drain, this and a
+	// margin for giving up the Lease must fit in the pod's
+	// terminationGracePeriodSeconds.
 	GracefulShutdown time.Duration
 }
+
+// LeaderElectionID names the Lease, in the manager's namespace, through
+// which replicas elect the one that runs the controllers.
+const LeaderElectionID = "sidecarset-manager.sidecarset.dev"
 
 // DefaultOptions returns the options the binary starts from.
 func DefaultOptions() Options {
@@ -79,12 +93,14 @@ func DefaultOptions() Options {
 		WebhookService:   "sidecarset-webhook",
 		LeaderElection:   true,
 		Workers:          controller.DefaultWorkers,
-		GracefulShutdown: 30 * time.Second,
+		ShutdownDrain:    5 * time.Second,
+		GracefulShutdown: 10 * time.Second,
 	}
 }
 
 // New returns a manager with the webhooks and controllers registered. Start
-// it with Start(ctx).
+// it with Start(ctx); once ctx is done it drains for opts.ShutdownDrain,
+// then stops.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if cfg.QPS == 0 {
 		// client-go would throttle to 5 requests a second; a rollout over
@@ -109,7 +125,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "sidecarset-manager.sidecarset.dev",
+		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
 		// The manager's process ends when the manager does, so it may give
 		// the lease up at once: a restarted or replaced manager takes over
@@ -155,7 +171,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("caches", synced); err != nil {
 		return nil, fmt.Errorf("add ready check: %w", err)
 	}
-	return mgr, nil
+	d := &draining{Manager: mgr, drain: opts.ShutdownDrain, stopping: make(chan struct{})}
+	if err := mgr.AddReadyzCheck("shutdown", d.check); err != nil {
+		return nil, fmt.Errorf("add ready check: %w", err)
+	}
+	return d, nil
 }
 
 func registerWebhooks(mgr ctrl.Manager, opts Options) error {

@@ -19,10 +19,12 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -61,15 +63,15 @@ func startEnv(t *testing.T) *testenv.Env {
 }
 
 // applyRBAC creates the generated ClusterRole and Role and binds them to
-// user.
-func applyRBAC(t *testing.T, env *testenv.Env, namespace, user string) {
+// subject.
+func applyRBAC(t *testing.T, env *testenv.Env, namespace string, subject rbacv1.Subject) {
 	t.Helper()
 	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	subjects := []rbacv1.Subject{subject}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(config.RBAC)))
 	for {
 		doc, err := r.Read()
@@ -91,7 +93,7 @@ func applyRBAC(t *testing.T, env *testenv.Env, namespace, user string) {
 			create(t, env, &rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-				Subjects:   subject,
+				Subjects:   subjects,
 			})
 		case "Role":
 			role := &rbacv1.Role{}
@@ -100,7 +102,7 @@ func applyRBAC(t *testing.T, env *testenv.Env, namespace, user string) {
 			create(t, env, &rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Namespace: role.Namespace, Name: role.Name},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-				Subjects:   subject,
+				Subjects:   subjects,
 			})
 		case "":
 		default:
@@ -130,7 +132,7 @@ func TestManagerRunsWithItsRBAC(t *testing.T) {
 	env := startEnv(t)
 	ctx := t.Context()
 	opts := manager.DefaultOptions()
-	applyRBAC(t, env, opts.Namespace, "sidecarset-manager")
+	applyRBAC(t, env, opts.Namespace, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "sidecarset-manager"})
 	cfg, err := env.AddUser("sidecarset-manager")
 	if err != nil {
 		t.Fatal(err)
@@ -212,10 +214,29 @@ func TestManagerRunsWithItsRBAC(t *testing.T) {
 	}
 }
 
+// serviceAccount returns a config that reaches the apiserver as the
+// manager's ServiceAccount in namespace (the chart's sidecarset-manager),
+// through the administrator's impersonation: authorized by RBAC only, as the
+// manager's pod is.
+func serviceAccount(env *testenv.Env, namespace string) (*rest.Config, rbacv1.Subject) {
+	const name = "sidecarset-manager"
+	cfg := rest.CopyConfig(env.Config)
+	// The user name and groups the apiserver gives a ServiceAccount's
+	// token.
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	return cfg, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}
+}
+
 // TestCertRotation: with --cert-rotation the manager writes its own CA and
 // serving certificate into the Secret, injects the CA into both webhook
 // configurations, and serves the webhooks with that certificate once it is
-// mounted. The test plays the kubelet's part of mounting the Secret.
+// mounted. It runs as its ServiceAccount with exactly config/rbac's roles
+// (the chart's, as test/chart checks), and may change no Secret, webhook
+// configuration or Lease but its own. The test plays the kubelet's part of
+// mounting the Secret.
 func TestCertRotation(t *testing.T) {
 	env := startEnv(t)
 	ctx := t.Context()
@@ -226,7 +247,8 @@ func TestCertRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create(t, env, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}})
+	cfg, subject := serviceAccount(env, opts.Namespace)
+	applyRBAC(t, env, opts.Namespace, subject)
 	create(t, env, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opts.Namespace, Name: opts.CertSecret}})
 
 	// Mount the Secret as the kubelet would, once it has data.
@@ -249,17 +271,23 @@ func TestCertRotation(t *testing.T) {
 	}()
 
 	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	defer stopMgr()
 	// Not testenv.StartManager: it would point the manager at envtest's
 	// certificates.
 	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.SeveralPerProcess = true
-	mgr, err := manager.New(env.Config, opts)
+	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = mgr.Start(mgrCtx) }()
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() {
+		stopMgr()
+		if err := <-mgrDone; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 
 	secret := &corev1.Secret{}
 	var conn *tls.Conn
@@ -302,6 +330,42 @@ func TestCertRotation(t *testing.T) {
 	for _, w := range validating.Webhooks {
 		if !bytes.Equal(w.ClientConfig.CABundle, secret.Data["ca.crt"]) {
 			t.Errorf("validating webhook %s caBundle is not the rotated CA", w.Name)
+		}
+	}
+
+	// Elected through its own Lease.
+	lease := &coordinationv1.Lease{}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: manager.LeaderElectionID}, lease)
+		return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the manager never held its Lease %s: %v", manager.LeaderElectionID, err)
+	}
+
+	// Nothing but its own.
+	others := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opts.Namespace, Name: "other"}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: opts.Namespace, Name: "other"}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+	}
+	asManager, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range others {
+		create(t, env, obj)
+		what := fmt.Sprintf("%T %s", obj, obj.GetName())
+		obj.SetLabels(map[string]string{"changed": "true"})
+		if err := asManager.Update(ctx, obj); !apierrors.IsForbidden(err) {
+			t.Errorf("update %s as the manager: %v, want Forbidden", what, err)
+		}
+		if err := asManager.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"changed":"true"}}}`))); !apierrors.IsForbidden(err) {
+			t.Errorf("patch %s as the manager: %v, want Forbidden", what, err)
+		}
+		if err := asManager.Delete(ctx, obj); !apierrors.IsForbidden(err) {
+			t.Errorf("delete %s as the manager: %v, want Forbidden", what, err)
 		}
 	}
 }

@@ -14,13 +14,23 @@ package manager
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 //
-// Certificate rotation keeps the caBundle of the two webhook configurations.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// Certificate rotation keeps the caBundle of the two webhook configurations
+// and the certificate in its Secret. Its cache lists and watches them (it
+// cannot be narrowed to a name); it writes them with update, and only
+// these, by name.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=sidecarset-mutating,verbs=update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=sidecarset-validating,verbs=update
 //
-// In the manager's own namespace only: revisions, the certificate Secret,
-// the leader-election Lease, and server-side dry-run creates of the pod that
-// asks the apiserver's pod validation about a SidecarSet's containers.
+// In the manager's own namespace only: revisions, the certificate Secret
+// (sidecarset-webhook-cert, --cert-secret), the leader-election Lease
+// (LeaderElectionID: created on the first election, which a name cannot
+// limit, then read and renewed by name), and server-side dry-run creates of
+// the pod that asks the apiserver's pod validation about a SidecarSet's
+// containers.
 // +kubebuilder:rbac:groups=apps,namespace=sidecarset-system,resources=controllerrevisions,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups="",namespace=sidecarset-system,resources=secrets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=sidecarset-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=sidecarset-system,resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",namespace=sidecarset-system,resources=secrets,resourceNames=sidecarset-webhook-cert,verbs=update
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=sidecarset-system,resources=leases,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=sidecarset-system,resources=leases,resourceNames=sidecarset-manager.sidecarset.dev,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=sidecarset-system,resources=pods,verbs=create

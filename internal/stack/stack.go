@@ -88,7 +88,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the control plane: %w", err)
 	}
-	s := &Stack{Env: env, mgrOption: manager.DefaultOptions()}
+	mgrOpts := manager.DefaultOptions()
+	// One manager at one address, with no replica to take its calls over:
+	// a drain there only holds each stop back, so it is kept short while
+	// every stop still goes through it as the binary's does.
+	mgrOpts.ShutdownDrain = time.Second
+	s := &Stack{Env: env, mgrOption: mgrOpts}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Stop())

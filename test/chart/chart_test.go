@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -22,6 +23,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -90,6 +92,7 @@ func TestChart(t *testing.T) {
 			t.Run("objects", func(t *testing.T) { testObjects(t, rel, r) })
 			t.Run("webhooks", func(t *testing.T) { testWebhooks(t, rel, r) })
 			t.Run("rbac", func(t *testing.T) { testRBAC(t, rel, r) })
+			t.Run("rbac own names", func(t *testing.T) { testOwnNames(t, rel, r) })
 			t.Run("deployment", func(t *testing.T) { testDeployment(t, rel, r) })
 			t.Run("pdb", func(t *testing.T) { testPDB(t, rel, r) })
 			t.Run("metrics", func(t *testing.T) { testMetrics(t, rel, r) })
@@ -213,6 +216,80 @@ func testRBAC(t *testing.T, rel release, r rendered) {
 			checkBinding(t, binding.RoleRef, binding.Subjects, "Role", want.Name, wantSubjects)
 		default:
 			t.Fatalf("config/rbac/role.yaml holds %s, which the chart does not bind", k)
+		}
+	}
+}
+
+// leaderElectionLease is the manager's LeaderElectionID
+// (internal/manager).
+const leaderElectionLease = "sidecarset-manager.sidecarset.dev"
+
+// readVerbs are what the manager may do to any object of a guarded
+// resource: the caches (the manager's and the certificate rotation's) list
+// and watch, and nothing reads those objects one by one.
+var readVerbs = []string{"list", "watch"}
+
+// testOwnNames checks that the manager may change only its own webhook
+// configurations, certificate Secret and Lease: any verb but list and watch
+// on those resources is granted for the manager's own names only, never
+// for every object.
+func testOwnNames(t *testing.T, rel release, r rendered) {
+	_, _, args := manager(t, r)
+	own := map[schema.GroupResource][]string{
+		{Resource: "secrets"}:                              {args["--cert-secret"]},
+		{Group: "coordination.k8s.io", Resource: "leases"}: {leaderElectionLease},
+		{Group: admissionregistrationv1.GroupName, Resource: "mutatingwebhookconfigurations"}:   nil,
+		{Group: admissionregistrationv1.GroupName, Resource: "validatingwebhookconfigurations"}: nil,
+	}
+	for _, obj := range r.objects {
+		switch w := obj.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			gr := schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingwebhookconfigurations"}
+			own[gr] = append(own[gr], w.Name)
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			gr := schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "validatingwebhookconfigurations"}
+			own[gr] = append(own[gr], w.Name)
+		}
+	}
+	var rules []rbacv1.PolicyRule
+	for _, obj := range r.objects {
+		switch role := obj.(type) {
+		case *rbacv1.ClusterRole:
+			rules = append(rules, role.Rules...)
+		case *rbacv1.Role:
+			rules = append(rules, role.Rules...)
+		}
+	}
+	for _, rule := range rules {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				names, guarded := own[schema.GroupResource{Group: g, Resource: res}]
+				if g == "*" || res == "*" {
+					t.Errorf("rule %+v: a wildcard reaches the manager's webhook configurations, Secret and Lease", rule)
+					continue
+				}
+				if !guarded {
+					continue
+				}
+				for _, verb := range rule.Verbs {
+					switch {
+					case slices.Contains(readVerbs, verb) && len(rule.ResourceNames) == 0:
+					case verb == "create" && len(rule.ResourceNames) == 0 && res == "leases":
+						// A name cannot limit create; the Lease is created on
+						// the first election.
+					case len(rule.ResourceNames) == 0:
+						t.Errorf("%s %s is granted on every object; want resourceNames %v", verb, res, names)
+					case verb == "*" || verb == "create" || verb == "list" || verb == "watch":
+						t.Errorf("%s %s with resourceNames %v: the names do not limit it", verb, res, rule.ResourceNames)
+					default:
+						for _, n := range rule.ResourceNames {
+							if !slices.Contains(names, n) {
+								t.Errorf("%s %s granted on %s, which is not the manager's own (%v)", verb, res, n, names)
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }
@@ -383,6 +460,11 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 		}
 	}
 
+	// Shutdown: the drain, then the graceful-shutdown timeout, then the
+	// Lease given up and the process gone, all before the kubelet's
+	// SIGKILL.
+	checkShutdown(t, spec, args)
+
 	// Probes on the health port.
 	probes := map[string]*corev1.Probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe}
 	for path, p := range probes {
@@ -429,6 +511,47 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 	}
 	if !spread {
 		t.Errorf("no preferred pod anti-affinity across %s: %+v", corev1.LabelHostname, spec.Affinity)
+	}
+}
+
+// Bounds of the manager's shutdown in the chart.
+const (
+	// minDrain covers an endpoint's way out of the Service to kube-proxy.
+	minDrain = 2 * time.Second
+	// shutdownMargin is left of the grace period after the drain and the
+	// graceful-shutdown timeout: the Lease's release (bounded by its renew
+	// deadline) and the process's exit.
+	shutdownMargin = 10 * time.Second
+)
+
+// checkShutdown checks that the manager drains long enough, and that the
+// drain and the graceful-shutdown timeout leave a margin in the pod's grace
+// period.
+func checkShutdown(t *testing.T, spec corev1.PodSpec, args map[string]string) {
+	t.Helper()
+	durations := map[string]time.Duration{}
+	for _, flag := range []string{"--shutdown-drain", "--graceful-shutdown-timeout"} {
+		v, ok := args[flag]
+		if !ok {
+			t.Errorf("%s is not given: the manager's default would decide", flag)
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Errorf("%s=%s: %v", flag, v, err)
+		}
+		durations[flag] = d
+	}
+	drain, timeout := durations["--shutdown-drain"], durations["--graceful-shutdown-timeout"]
+	if drain < minDrain {
+		t.Errorf("--shutdown-drain=%s, want at least %s for the endpoint to leave kube-proxy", drain, minDrain)
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		t.Fatalf("terminationGracePeriodSeconds unset: the API's default, not the chart, would bound the shutdown")
+	}
+	grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	if drain+timeout+shutdownMargin > grace {
+		t.Errorf("--shutdown-drain=%s + --graceful-shutdown-timeout=%s + %s margin > terminationGracePeriodSeconds %s: SIGKILL could cut the shutdown short", drain, timeout, shutdownMargin, grace)
 	}
 }
 
@@ -525,22 +648,6 @@ func TestLint(t *testing.T) {
 			if m.Severity >= support.WarningSev {
 				t.Errorf("%s: %s", rel.name, m)
 			}
-		}
-	}
-}
-
-// TestSchema checks that values.schema.json refuses values the apiserver
-// would refuse halfway through an install.
-func TestSchema(t *testing.T) {
-	for _, values := range []string{
-		"webhook: {failurePolicy: ignore}",
-		"webhook: {timeoutSeconds: 31}",
-		"webhook: {excludeNamespaces: ['']}",
-		"replicas: 0",
-	} {
-		_, _, err := install(t, configNamespace, values)
-		if err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
-			t.Errorf("values %q: err = %v, want a schema error", values, err)
 		}
 	}
 }
