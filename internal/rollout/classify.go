@@ -109,8 +109,9 @@ type Container struct {
 	InFlight bool
 	// Recorded is the container's record.
 	Recorded revision.ContainerState
-	// Complete is UpdateComplete for a container that Runs; false for one
-	// that does not.
+	// Complete is UpdateComplete for a container that Runs, and for a
+	// drifted one: it runs, and the change is not Unacted; false
+	// for one that does not run.
 	Complete bool
 }
 
@@ -165,6 +166,11 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		c.Unacted = c.Runs && c.Running && drifted && !runsImage(st, spec.Image)
 		if c.Runs {
 			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
+			if drifted {
+				// Someone else's change, over any write of ours: the kubelet
+				// acts on the spec, and done is that it has.
+				c.Complete = c.Running && !c.Unacted
+			}
 			if !c.Complete {
 				complete = false
 				if written(rc) && !drifted {

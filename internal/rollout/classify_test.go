@@ -88,13 +88,26 @@ func TestClassify(t *testing.T) {
 			want: verdict{PodReady: true, Ready: true},
 		},
 		{
-			name: "image edited by hand",
+			name: "image edited by hand, the kubelet runs it",
+			pod: func() *corev1.Pod {
+				pod := injectedPod("p01", v2)
+				pod.Spec.Containers[1].Image = "exporter:debug"
+				pod.Status.ContainerStatuses[1] = running("exporter", "exporter:debug")
+				return pod
+			},
+			want: verdict{Updated: true, Upgradable: true, PodReady: true, Ready: true, Drifted: []string{"exporter"}},
+		},
+		{
+			// The kubelet is about to restart the sidecar for the edit: the
+			// pod is not counted ready with it, or a write into the next
+			// pod could overlap that restart.
+			name: "image edited by hand, the kubelet has not acted yet",
 			pod: func() *corev1.Pod {
 				pod := injectedPod("p01", v2)
 				pod.Spec.Containers[1].Image = "exporter:debug"
 				return pod
 			},
-			want: verdict{Updated: true, Upgradable: true, PodReady: true, Ready: true, Drifted: []string{"exporter"}},
+			want: verdict{Updated: true, Upgradable: true, PodReady: true, Drifted: []string{"exporter"}},
 		},
 		{
 			name: "native sidecar status is read from initContainerStatuses",

@@ -731,7 +731,14 @@ func (m *model) editByHand(p *mpod) {
 		return
 	}
 	name := rapid.SampledFrom(names).Draw(m.t, "edited")
-	image := rapid.SampledFrom([]string{name + ":by-hand", name + "-pull-fails:by-hand"}).Draw(m.t, "edit")
+	images := []string{name + ":by-hand", name + "-pull-fails:by-hand"}
+	for _, c := range p.ctrs {
+		if c.name == name && c.instance > 0 {
+			// Back to what runs, over a write the kubelet has not acted on.
+			images = append(images, c.image)
+		}
+	}
+	image := rapid.SampledFrom(images).Draw(m.t, "edit")
 	for _, cs := range [][]corev1.Container{p.pod.Spec.InitContainers, p.pod.Spec.Containers} {
 		for i := range cs {
 			if cs[i].Name == name && cs[i].Image != image {

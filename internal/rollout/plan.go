@@ -173,7 +173,11 @@ const (
 	// replace anyway, and take the container that change starts for this
 	// write's; or, if the kubelet skipped the change, wait for a restart
 	// that never comes. The pod goes once the status shows the spec's
-	// image, or the container stops running.
+	// image, or the container stops running. The runtime names a running
+	// image by one of the tags its content has now, so an edit to a tag
+	// that shares its content with others may show as another of them for
+	// as long as the container runs: such a pod waits, reported, and the
+	// rollout does not stall on it (status.Compute).
 	HeldChangeInFlight HoldReason = "ChangeInFlight"
 )
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -810,6 +811,28 @@ func TestDisruptionKept(t *testing.T) {
 		}
 		if rc := plan.Updates[0].State.Containers[0]; rc.PreviousContainerID != p.Containers[0].ContainerID || rc.Image != "exporter:v2" {
 			t.Errorf("revert records %+v; want exporter:v2 over the running container %s", rc, p.Containers[0].ContainerID)
+		}
+	})
+	t.Run("under Report, a write someone wrote over by hand frees its slot once the kubelet runs the spec", func(t *testing.T) {
+		// Found by review: the write set back by hand never completes, and
+		// the pod held its maxUnavailable slot for ever. The kubelet runs
+		// what the spec says: the pod is drifted and back.
+		v1, latest := testSet("exporter:v1"), NewLatest(testSet("exporter:v2"))
+		pod := writtenPod(t, v1, latest)
+		pod.Spec.Containers[1].Image = "exporter:v1"
+		pod.Generation++
+		pod.Status.ObservedGeneration = pod.Generation
+		p := Classify(pod, record(pod), latest)
+		if p.Disrupting || !p.Ready {
+			t.Fatalf("Disrupting %v, Ready %v; want the pod back", p.Disrupting, p.Ready)
+		}
+		other := Classify(injectedPod("p02", v1), record(injectedPod("p02", v1)), latest)
+		plan, err := Next(Input{Latest: latest, Pods: []Pod{p, other}, Strategy: strategy("0", "1"), DriftPolicy: v1alpha1.DriftReport})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"p01 Settle", "p02"}, outcomeOf(plan).Updates, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+			t.Errorf("Updates (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("a pod disrupted by one set stays so while another set keeps it unready", func(t *testing.T) {

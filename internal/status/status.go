@@ -193,11 +193,15 @@ func Compute(in Input) Result {
 	active := !notUpdate && !in.Strategy.Paused
 	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > 0)
 	complete := !work
-	// Due pods that only a PodDisruptionBudget or another set's rollout
-	// holds are not the rollout's failure: the budget is spent by others,
-	// or allows nothing; the other rollout has the pod down. The rollout
-	// waits for them, says so, and does not stall on them.
-	failing := c.inFlight > 0 || (!notUpdate && in.Plan.Due > heldBy(in.Plan.Held, rollout.HeldByDisruptionBudget)+heldBy(in.Plan.Held, rollout.HeldByOtherRollout))
+	// Due pods that only a PodDisruptionBudget, another set's rollout or
+	// someone else's change the kubelet has not acted on holds are not the
+	// rollout's failure: the budget is spent by others, or allows nothing;
+	// the other rollout has the pod down; the kubelet still shows the image
+	// from before a hand edit (which, for a tag that shares its content
+	// with others, it may show for as long as the container runs). The
+	// rollout waits for them, says so, and does not stall on them.
+	failing := c.inFlight > 0 || (!notUpdate && in.Plan.Due > heldBy(in.Plan.Held, rollout.HeldByDisruptionBudget)+
+		heldBy(in.Plan.Held, rollout.HeldByOtherRollout)+heldBy(in.Plan.Held, rollout.HeldChangeInFlight))
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
