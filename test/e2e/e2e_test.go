@@ -182,6 +182,29 @@ func TestOnlyChangedSidecarRestarts(t *testing.T) {
 	if after.Status.PodIP != before.Status.PodIP {
 		t.Errorf("pod IP changed from %s to %s", before.Status.PodIP, after.Status.PodIP)
 	}
+	// The sandbox stays: the kubelet turns PodReadyToStartContainers False
+	// when the pod's sandbox is gone, and records SandboxChanged when it
+	// makes a new one.
+	sandbox := func(p *corev1.Pod) corev1.PodCondition {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReadyToStartContainers {
+				return c
+			}
+		}
+		return corev1.PodCondition{}
+	}
+	if b, a := sandbox(before), sandbox(after); a.Status != corev1.ConditionTrue || !a.LastTransitionTime.Equal(&b.LastTransitionTime) {
+		t.Errorf("PodReadyToStartContainers %s since %v, before %s since %v: the sandbox was replaced", a.Status, a.LastTransitionTime, b.Status, b.LastTransitionTime)
+	}
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(pod.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.UID == pod.UID && e.Reason == "SandboxChanged" {
+			t.Errorf("event %s: %s", e.Reason, e.Message)
+		}
+	}
 	type seen struct {
 		Image        string
 		ContainerID  string
