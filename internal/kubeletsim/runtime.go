@@ -132,7 +132,8 @@ type podRuntime struct {
 	phase       corev1.PodPhase // Succeeded or Failed once the pod is done; empty before
 	deleteSent  bool            // the final delete was sent
 	generation  int64           // the pod generation last acted on; 0 before the first sync
-	actAt       time.Time       // when a newer generation is acted on (SyncDelay); zero: none waits
+	sync        *corev1.Pod     // the spec a sync with SyncDelay acts on at actAt; nil: none pending
+	actAt       time.Time
 	containers  map[string]*container
 }
 

@@ -101,7 +101,9 @@ type Options struct {
 	// container it replaces stops within its grace period; zero: at once.
 	// Like the kubelet, which publishes a sync's status before it acts on
 	// the spec, the node reports the new generation observed at once,
-	// while the status still shows what ran before the change until then.
+	// while the status still shows what ran before the change until then;
+	// and, like its pod worker, it syncs one change at a time: a change
+	// made meanwhile waits, its generation not yet observed.
 	SyncDelay time.Duration
 	// CompletesAfter is how long a container whose repository contains
 	// "completes" runs before it exits 0; default 1s.
@@ -475,13 +477,14 @@ func (s *Sim) syncPod(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	acting := s.acting(pod, rt, now)
+	view, acting := s.view(pod, rt, now)
 	if acting {
-		for _, e := range n.m.advance(pod, rt, now) {
+		for _, e := range n.m.advance(view, rt, now) {
 			n.recordEvent(pod, e)
 		}
+		view = s.nextSync(pod, rt, now)
 	}
-	status := podStatus(pod, rt, n.ip, now)
+	status := podStatus(view, rt, n.ip, now)
 	if !apiequality.Semantic.DeepEqual(pod.Status, status) {
 		updated := pod.DeepCopy()
 		updated.Status = status
@@ -497,7 +500,7 @@ func (s *Sim) syncPod(ctx context.Context, key cache.ObjectName) error {
 		return s.deleteTerminated(ctx, pod, rt)
 	}
 	next := rt.nextWake(now)
-	if !acting {
+	if rt.sync != nil {
 		next = rt.actAt
 	}
 	if !next.IsZero() {
@@ -506,20 +509,43 @@ func (s *Sim) syncPod(ctx context.Context, key cache.ObjectName) error {
 	return nil
 }
 
-// acting reports whether the node acts on pod now. With a SyncDelay, a
-// changed spec is acted on that long after the node first saw it; until
-// then the runtime stays as it was, and only the status's generation moves.
-func (s *Sim) acting(pod *corev1.Pod, rt *podRuntime, now time.Time) bool {
-	if s.opts.SyncDelay > 0 && rt.generation != 0 && pod.Generation != rt.generation && pod.DeletionTimestamp == nil {
-		if rt.actAt.IsZero() {
-			rt.actAt = now.Add(s.opts.SyncDelay)
-		}
-		if now.Before(rt.actAt) {
-			return false
-		}
+// view returns the pod as the node's pod worker sees it now, with pod's
+// live status, and whether the node acts on it now. Without a SyncDelay it
+// acts on every change at once. With one, the worker takes one spec change
+// at a time, as the kubelet's does: a sync of a changed spec reports its
+// generation observed at once (the kubelet publishes a sync's status before
+// acting) and acts on that spec SyncDelay later; a change that comes
+// meanwhile waits for that sync to end, and the observed generation stays
+// the one being synced until then. Changes that came while the worker was
+// busy are taken together, as the latest spec. A pod being deleted is
+// stopped at once.
+func (s *Sim) view(pod *corev1.Pod, rt *podRuntime, now time.Time) (*corev1.Pod, bool) {
+	if s.opts.SyncDelay == 0 || pod.DeletionTimestamp != nil {
+		rt.generation, rt.sync, rt.actAt = pod.Generation, nil, time.Time{}
+		return pod, true
 	}
-	rt.generation, rt.actAt = pod.Generation, time.Time{}
-	return true
+	if rt.sync == nil {
+		if rt.generation == 0 || rt.generation == pod.Generation {
+			rt.generation = pod.Generation
+			return pod, true
+		}
+		rt.sync, rt.actAt = pod.DeepCopy(), now.Add(s.opts.SyncDelay)
+	}
+	view := rt.sync.DeepCopy()
+	view.Status = pod.Status
+	return view, !now.Before(rt.actAt)
+}
+
+// nextSync ends the sync the node just acted on, starts the next one when
+// the spec changed meanwhile, and returns the pod as the node's status
+// then shows it.
+func (s *Sim) nextSync(pod *corev1.Pod, rt *podRuntime, now time.Time) *corev1.Pod {
+	if rt.sync == nil {
+		return pod
+	}
+	rt.generation, rt.sync, rt.actAt = rt.sync.Generation, nil, time.Time{}
+	v, _ := s.view(pod, rt, now)
+	return v
 }
 
 // deleteTerminated removes a pod being deleted whose containers have

@@ -489,6 +489,37 @@ func TestSyncDelayKeepsTheOldContainerAWhile(t *testing.T) {
 	}
 }
 
+// A node with SyncDelay syncs one change at a time, as the kubelet's pod
+// worker does: a change made while it acts on an earlier one waits, and the
+// status keeps the generation being synced until that sync ends.
+func TestSyncDelayOneChangeAtATime(t *testing.T) {
+	ns := newNamespace(t)
+	p := pod(ns, "serial", ctr("main", "main:v1"), ctr("sidecar", "sidecar:v1"))
+	p.Spec.SchedulerName = slowScheduler
+	create(t, p)
+	before := waitFor(t, ns, p.Name, "Ready", isReady)
+	patchImages(t, before, "containers", map[string]string{"sidecar": "sidecar:v2"})
+	time.Sleep(300 * time.Millisecond)
+	patchImages(t, before, "containers", map[string]string{"sidecar": "sidecar:v3"})
+	time.Sleep(700 * time.Millisecond)
+	soon, err := cs.CoreV1().Pods(ns).Get(testContext(t), p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, was := statusOf(soon, "sidecar"), statusOf(before, "sidecar"); got.ContainerID != was.ContainerID ||
+		soon.Status.ObservedGeneration != before.Generation+1 || soon.Generation != before.Generation+2 {
+		t.Errorf("a second after the first write: sidecar %s (was %s), observedGeneration %d of %d; want the old container and the first write's generation %d observed",
+			got.ContainerID, was.ContainerID, soon.Status.ObservedGeneration, soon.Generation, before.Generation+1)
+	}
+	after := waitFor(t, ns, p.Name, "sidecar:v3 running, the pod Ready", func(p *corev1.Pod) bool {
+		st := statusOf(p, "sidecar")
+		return strings.HasSuffix(st.Image, "/sidecar:v3") && st.State.Running != nil && isReady(p) && p.Status.ObservedGeneration == p.Generation
+	})
+	if got := statusOf(after, "main"); got.RestartCount != 0 {
+		t.Errorf("main restarted: %+v", got)
+	}
+}
+
 func TestNativeSidecarStartsBeforeAppAndRestartsAlone(t *testing.T) {
 	ns := newNamespace(t)
 	p := pod(ns, "native", ctr("main", "main:v1"))
