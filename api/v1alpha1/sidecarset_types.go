@@ -6,13 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Undo is the value of AnnotationUndo: the revision a `rollout undo` went
-// back from and the one it went back to, by ControllerRevision name.
-type Undo struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
 // Well-known names on pods and SidecarSets. The prefix is sidecarset.dev/.
 const (
 	// AnnotationInjected lists, comma-separated and sorted, the SidecarSets
@@ -32,12 +25,6 @@ const (
 	// inject into kube-system, kube-public, kube-node-lease and the manager's
 	// own namespace.
 	AnnotationAllowSystemNamespaces = "sidecarset.dev/allow-system-namespaces"
-	// AnnotationUndo on a SidecarSet records the last `rollout undo` back to
-	// a revision declared before the one it undid, as the JSON of an Undo.
-	// While the set's latest revision is Undo.To, the pods on Undo.From go
-	// back to it whatever the partition and the selector; once the set
-	// declares anything else, the annotation no longer acts.
-	AnnotationUndo = "sidecarset.dev/undo"
 	// AnnotationFirstRevision on a ControllerRevision is the revision number
 	// it was created with. The number itself moves to the top when a set
 	// declares an older revision again; this one never changes, so it tells

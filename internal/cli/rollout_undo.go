@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -30,14 +28,16 @@ namespace (--manager-namespace). Selectors, strategies and the partition stay
 as they are, so pods move back at the pace the rollout is set to
 (maxUnavailable, PodDisruptionBudgets).
 
-The pods that took the revision undone go back whatever the partition: undo
-records it in the set's sidecarset.dev/undo annotation, and while the set
-declares the revision undo went back to, the controller moves the pods of the
-undone one first, beyond the partition if need be. (Otherwise a partition
-above 0 would keep exactly the canaries on the withdrawn revision, since the
-pods that never moved are on the latest revision again.) Pods on other older
-revisions stay as the partition says. Undo lists the pods it brings back, and
-says so when the rollout is paused: nothing moves until it is resumed.
+Going back to a revision declared before the current one, the pods on every
+revision declared after it go back whatever the partition: the controller
+moves them first, beyond the partition if need be. (Otherwise a partition above
+0 would keep exactly the canaries on the withdrawn revision, since the pods that
+never moved are on the latest revision again.) The controller does so however
+the older spec is declared again: by undo, or by applying the old manifest.
+Pods on revisions declared before it stay as the partition says. Going forward
+to a revision declared after the current one is a rollout like any other: the
+partition decides. Undo lists the pods it brings back, and says so when the
+rollout is paused: nothing moves until it is resumed.
 
 Without --to-revision the previous revision is taken: the newest one other than
 the current spec's. --to-revision takes a revision number (as listed by
@@ -98,8 +98,8 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 		return err
 	}
 
-	from := findRevision(list.Items, current)
-	back := from != nil && declaredBefore(cr, from)
+	withdrawn := revision.Withdrawn(list.Items, cr.Name)
+	back := withdrawn[current]
 	var moving []string
 	if back {
 		pods, err := setPods(ctx, c, set, "", opts.ManagerNamespace)
@@ -107,7 +107,7 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 			return err
 		}
 		for _, p := range pods {
-			if p.Record.Revision == current {
+			if withdrawn[p.Record.Revision] {
 				moving = append(moving, p.Key.String())
 			}
 		}
@@ -118,15 +118,6 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 	if err := revision.ApplyData(&set.Spec, cr.Data.Raw); err != nil {
 		return fmt.Errorf("read revision %s: %w", cr.Name, err)
 	}
-	if back {
-		undo, err := json.Marshal(v1alpha1.Undo{From: current, To: cr.Name})
-		if err != nil {
-			return err
-		}
-		metav1.SetMetaDataAnnotation(&set.ObjectMeta, v1alpha1.AnnotationUndo, string(undo))
-	} else {
-		delete(set.Annotations, v1alpha1.AnnotationUndo)
-	}
 	if err := c.Patch(ctx, set, patch); err != nil {
 		return fmt.Errorf("declare revision %s in SidecarSet %s: %w", cr.Name, opts.Name, err)
 	}
@@ -135,27 +126,6 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 		return err
 	}
 	return undoPlan(out, set, back, moving)
-}
-
-// declaredBefore reports whether revision a was first declared before b:
-// by the numbers they were created with, or, for revisions created before
-// those were kept, by creation time.
-func declaredBefore(a, b *appsv1.ControllerRevision) bool {
-	na, errA := strconv.ParseInt(a.Annotations[v1alpha1.AnnotationFirstRevision], 10, 64)
-	nb, errB := strconv.ParseInt(b.Annotations[v1alpha1.AnnotationFirstRevision], 10, 64)
-	if errA == nil && errB == nil {
-		return na < nb
-	}
-	return a.CreationTimestamp.Before(&b.CreationTimestamp)
-}
-
-func findRevision(revs []appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
-	for i := range revs {
-		if revs[i].Name == name {
-			return &revs[i]
-		}
-	}
-	return nil
 }
 
 // undoPlan says what the controller does after an undo: going back, the

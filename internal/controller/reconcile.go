@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +47,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if set.Status.CompletedRevision != "" {
 		inUse.Insert(set.Status.CompletedRevision)
 	}
-	if _, err := r.syncRevisions(ctx, set, inUse); err != nil {
+	withdrawn, err := r.syncRevisions(ctx, set, inUse)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Strategy:    set.Spec.UpdateStrategy,
 		DriftPolicy: set.Spec.DriftPolicy,
 		Budgets:     budgets,
-		Undone:      undoneRevision(ctx, set, latest.Name),
+		Withdrawn:   withdrawn,
 	})
 	if err != nil {
 		// Validation refuses such a strategy; one stored before it cannot
@@ -104,24 +104,4 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	return r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
-}
-
-// undoneRevision returns the revision the set's last `rollout undo` went
-// back from (its sidecarset.dev/undo annotation) while the revision it went
-// back to is latest, "" otherwise. An annotation that does not parse is
-// logged and ignored: it only ever speeds pods back.
-func undoneRevision(ctx context.Context, set *v1alpha1.SidecarSet, latest string) string {
-	raw, ok := set.Annotations[v1alpha1.AnnotationUndo]
-	if !ok {
-		return ""
-	}
-	var u v1alpha1.Undo
-	if err := json.Unmarshal([]byte(raw), &u); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "ignoring annotation", "annotation", v1alpha1.AnnotationUndo)
-		return ""
-	}
-	if u.To != latest {
-		return ""
-	}
-	return u.From
 }

@@ -25,8 +25,10 @@ import (
 // and trims the set's history to revisionHistoryLimit without deleting a
 // revision that inUse (the revisions pods still run) names. A spec equal to
 // an older revision reuses that revision and moves it to the top, as a
-// StatefulSet rollback does. It returns the latest revision.
-func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet, inUse sets.Set[string]) (*appsv1.ControllerRevision, error) {
+// StatefulSet rollback does. It returns the names of the revisions first
+// declared after the current one (revision.Withdrawn), read before any is
+// trimmed.
+func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet, inUse sets.Set[string]) (map[string]bool, error) {
 	var list appsv1.ControllerRevisionList
 	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace),
 		client.MatchingLabels{v1alpha1.LabelSidecarSet: set.Name}); err != nil {
@@ -76,6 +78,8 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 		}
 	}
 
+	withdrawn := revision.Withdrawn(history, name)
+
 	limit := int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))
 	var old []appsv1.ControllerRevision
 	for _, h := range history {
@@ -88,5 +92,5 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 			return nil, fmt.Errorf("trim revision %s: %w", old[i].Name, err)
 		}
 	}
-	return latest, nil
+	return withdrawn, nil
 }

@@ -29,11 +29,11 @@ type Input struct {
 	// that is not a key has none. disruptionsAllowed lags the writes of the
 	// previous reconciles (see Next).
 	Budgets map[types.NamespacedName][]Budget
-	// Undone names the revision `rollout undo` went back from, while the
-	// revision it went back to is Latest (the set's sidecarset.dev/undo
-	// annotation); empty otherwise. Its pods go back whatever the partition
-	// (see Next).
-	Undone string
+	// Withdrawn names the revisions first declared after Latest
+	// (revision.Withdrawn): the set went back from them, by `rollout undo`
+	// or by declaring an older spec again. Their pods go back whatever the
+	// partition (see Next).
+	Withdrawn map[string]bool
 }
 
 // Budget is a PodDisruptionBudget as the planner needs it.
@@ -82,7 +82,7 @@ type Plan struct {
 	Held []Held
 	// Due counts the candidates the partition lets move now (selected,
 	// upgradable pods not on the latest revision, up to Target), and the
-	// upgradable pods on the Undone revision, whether they are written now
+	// upgradable pods on a Withdrawn revision, whether they are written now
 	// or wait.
 	Due int
 }
@@ -231,14 +231,16 @@ type Held struct {
 // nothing is made regardless: it takes nothing from the healthy pods a
 // budget protects.
 //
-// Undo: pods on the Undone revision, the one `rollout undo` went back
-// from, are due whatever the partition and the selector: the partition
-// keeps pods on the revision they run, and after an undo the pods that never
-// moved are on the latest revision already, so that a partition above 0
-// would otherwise keep exactly the pods that took the withdrawn revision on
-// it, and call the rollout complete. They go first, within Target when it
-// leaves room and beyond it otherwise, so that the partition still keeps as
-// many of the other candidates as before; they take maxUnavailable and
+// Going back: pods on a Withdrawn revision, one declared after the latest
+// (the set went back from it, by `rollout undo` or by declaring an older
+// spec again), are due whatever the partition and the selector: the
+// partition keeps pods on the revision they run, and after going back the
+// pods that never moved are on the latest revision already, so that a
+// partition above 0 would otherwise keep exactly the pods that took the
+// withdrawn revision on it, and call the rollout complete. They count
+// within Target when it leaves room and beyond it otherwise, so that the
+// partition still keeps as many of the other candidates as before; they go
+// before those within each readiness group, and take maxUnavailable and
 // budgets like any update.
 //
 // Drift (driftPolicy Revert): a drifted pod that is not due for an update
@@ -301,7 +303,7 @@ func Next(in Input) (Plan, error) {
 	for _, p := range pods {
 		switch {
 		case p.Updated || !p.Upgradable:
-		case in.Undone != "" && p.Record.Revision == in.Undone:
+		case in.Withdrawn[p.Record.Revision]:
 			undone = append(undone, p)
 		case selected(p):
 			candidates = append(candidates, p)
@@ -368,6 +370,7 @@ func Next(in Input) (Plan, error) {
 		return cmp.Or(
 			compareBool(a.pod.PodReady, b.pod.PodReady),
 			compareBool(a.action == ActionUpdate, b.action == ActionUpdate),
+			compareBool(!in.Withdrawn[a.pod.Record.Revision], !in.Withdrawn[b.pod.Record.Revision]),
 			compareKeys(a.pod.Key, b.pod.Key))
 	})
 	room := scope.MaxUnavailable - scope.Unavailable

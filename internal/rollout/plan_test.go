@@ -242,7 +242,7 @@ func TestNext(t *testing.T) {
 		strategy  v1alpha1.UpdateStrategy
 		drift     v1alpha1.DriftPolicy
 		budgets   map[types.NamespacedName][]Budget
-		undone    string
+		withdrawn map[string]bool
 		want      outcome
 		wantScope *Scope
 	}{
@@ -524,32 +524,32 @@ func TestNext(t *testing.T) {
 			// Defect: after an undo the pods that never moved are on the
 			// latest revision, and partition 8 kept the two canaries on
 			// the withdrawn one.
-			name:      "undo with partition 8: the canaries on the undone revision go back",
+			name:      "back to an older revision with partition 8: the canaries on the withdrawn one go back",
 			pods:      fleet(10, each([]opt{updated}, podRange(1, 8)...)),
 			strategy:  strategy("8", "1"),
-			undone:    setName + "-old",
+			withdrawn: map[string]bool{setName + "-old": true},
 			want:      outcome{[]string{"p09"}, held(HeldByMaxUnavailable, "p10")},
 			wantScope: &Scope{Matched: 10, Selected: 10, Partition: 8, Target: 2, Updated: 8, UpdatedReady: 8, MaxUnavailable: 1},
 		},
 		{
-			name:     "without the undo the partition keeps them",
+			name:     "without the withdrawn revision known the partition keeps them",
 			pods:     fleet(10, each([]opt{updated}, podRange(1, 8)...)),
 			strategy: strategy("8", "1"),
 			want:     outcome{nil, held(HeldByPartition, "p09", "p10")},
 		},
 		{
-			name:     "undo: the partition still keeps as many pods of older revisions",
-			pods:     fleet(10, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{onRevision("older")}, podRange(4, 8)...))),
-			strategy: strategy("5", "2"),
-			undone:   setName + "-old",
-			want:     outcome{[]string{"p09", "p10"}, held(HeldByPartition, podRange(4, 8))},
+			name:      "going back, the partition still keeps as many pods of older revisions",
+			pods:      fleet(10, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{onRevision("older")}, podRange(4, 8)...))),
+			strategy:  strategy("5", "2"),
+			withdrawn: map[string]bool{setName + "-old": true},
+			want:      outcome{[]string{"p09", "p10"}, held(HeldByPartition, podRange(4, 8))},
 		},
 		{
-			name:     "undo with room in the partition: the undone pods take it first",
-			pods:     fleet(10, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{onRevision("older")}, podRange(4, 8)...))),
-			strategy: strategy("3", "3"),
-			undone:   setName + "-old",
-			want:     outcome{[]string{"p04", "p05", "p09"}, held(HeldByMaxUnavailable, "p10", HeldByPartition, podRange(6, 8))},
+			name:      "going back with room in the partition: the withdrawn revision's pods take it first",
+			pods:      fleet(10, merge(each([]opt{updated}, podRange(1, 3)...), each([]opt{onRevision("older")}, podRange(4, 8)...))),
+			strategy:  strategy("3", "3"),
+			withdrawn: map[string]bool{setName + "-old": true},
+			want:      outcome{[]string{"p09", "p10", "p04"}, held(HeldByMaxUnavailable, "p05", HeldByPartition, podRange(6, 8))},
 		},
 		{
 			name: "paused",
@@ -593,7 +593,7 @@ func TestNext(t *testing.T) {
 				pods[len(pods)-1-i] = p
 			}
 			before := fmt.Sprintf("%+v", pods)
-			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets, Undone: tt.undone})
+			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets, Withdrawn: tt.withdrawn})
 			if err != nil {
 				t.Fatalf("Next: %v", err)
 			}
