@@ -43,7 +43,15 @@ func probeSets(t *testing.T) []string {
 
 func TestPreflight(t *testing.T) {
 	f := newFixture(t)
+	// A pod that happens to carry the probe label is a user's: preflight's
+	// probe pods are dry runs, and it deletes no pod.
+	mine := f.NewPod("mine")
+	mine.Labels[cli.LabelPreflight] = "mine"
+	f.CreatePod(mine)
 	r := ok(t, "preflight", "-n", f.NS, "--timeout", "30s")
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(mine), &corev1.Pod{}); err != nil {
+		t.Errorf("a pod labelled %s after preflight: %v", cli.LabelPreflight, err)
+	}
 	ls := lines(r.out)
 	if len(ls) != 3 {
 		t.Fatalf("want 3 lines, got:\n%s", r.out)

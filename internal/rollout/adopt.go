@@ -175,8 +175,10 @@ func sameExceptImage(declared, inPod corev1.Container, hostNetwork bool, kruiseA
 // not carry the IS_INJECTED mark themselves. So got is taken as Kruise's
 // when its env holds IS_INJECTED=true right after the declared env, and
 // every entry after the mark, and after the declared mounts and devices,
-// equals one of an app container. The declared part itself must still
-// equal want: nothing else is tolerated.
+// equals one of an app container and names what no entry before it names
+// (Kruise skips an env var the sidecar already has, and a mount at a path
+// it already uses: a repeated name would override the declared one). The
+// declared part itself must still equal want: nothing else is tolerated.
 //
 // Worked cases, the declared exporter with env [POD], mounts [conf], app
 // mysql with env [POD_IP, PORT] and mounts [data]:
@@ -187,6 +189,7 @@ func sameExceptImage(declared, inPod corev1.Container, hostNetwork bool, kruiseA
 //	env [POD, IS_INJECTED=true, DEBUG=1]            → not: DEBUG is no app's
 //	env [IS_INJECTED=true, POD]                     → not: the mark is misplaced
 //	env [POD, IS_INJECTED=false]                    → not: Kruise writes "true"
+//	env [POD, IS_INJECTED=true, POD] (an app's POD) → not: it overrides the declared POD
 func withoutKruiseAdditions(want, got corev1.Container, apps []corev1.Container) corev1.Container {
 	n := len(want.Env)
 	if len(got.Env) <= n || !isKruiseMark(got.Env[n]) {
@@ -195,18 +198,23 @@ func withoutKruiseAdditions(want, got corev1.Container, apps []corev1.Container)
 	extraEnv := got.Env[n+1:]
 	extraMounts := got.VolumeMounts[min(len(want.VolumeMounts), len(got.VolumeMounts)):]
 	extraDevices := got.VolumeDevices[min(len(want.VolumeDevices), len(got.VolumeDevices)):]
-	for _, e := range extraEnv {
-		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.Env, e) }) {
+	for i, e := range extraEnv {
+		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.Env, e) }) ||
+			slices.ContainsFunc(got.Env[:n+1+i], func(x corev1.EnvVar) bool { return x.Name == e.Name }) {
 			return got
 		}
 	}
-	for _, m := range extraMounts {
-		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.VolumeMounts, m) }) {
+	firstMount := len(got.VolumeMounts) - len(extraMounts)
+	for i, m := range extraMounts {
+		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.VolumeMounts, m) }) ||
+			slices.ContainsFunc(got.VolumeMounts[:firstMount+i], func(x corev1.VolumeMount) bool { return x.MountPath == m.MountPath }) {
 			return got
 		}
 	}
-	for _, d := range extraDevices {
-		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.VolumeDevices, d) }) {
+	firstDevice := len(got.VolumeDevices) - len(extraDevices)
+	for i, d := range extraDevices {
+		if !slices.ContainsFunc(apps, func(a corev1.Container) bool { return containsSemantic(a.VolumeDevices, d) }) ||
+			slices.ContainsFunc(got.VolumeDevices[:firstDevice+i], func(x corev1.VolumeDevice) bool { return x.DevicePath == d.DevicePath }) {
 			return got
 		}
 	}

@@ -400,6 +400,37 @@ func TestAdoptableKruiseInjected(t *testing.T) {
 			want: false,
 		},
 		{
+			// Kruise never copies a name twice: at runtime the last one wins.
+			name: "an app's env var repeated after the mark",
+			change: func(exporter, _ *corev1.Container) {
+				port := corev1.EnvVar{Name: "MYSQL_PORT", Value: "3306"}
+				exporter.Env = append(exporter.Env, port, port)
+			},
+			want: false,
+		},
+		{
+			name: "an app's env var named like a declared one: it would override it",
+			set: func(set *v1alpha1.SidecarSet) {
+				c := &set.Spec.Containers[0].Container
+				c.Env = append(c.Env, corev1.EnvVar{Name: "MYSQL_PORT", Value: "9104"})
+			},
+			change: func(exporter, _ *corev1.Container) {
+				exporter.Env = append(exporter.Env, corev1.EnvVar{Name: "MYSQL_PORT", Value: "3306"})
+			},
+			want: false,
+		},
+		{
+			name: "an app's mount at a path the sidecar already uses",
+			set: func(set *v1alpha1.SidecarSet) {
+				c := &set.Spec.Containers[0].Container
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "conf", MountPath: "/var/lib/mysql"})
+			},
+			change: func(exporter, _ *corev1.Container) {
+				exporter.VolumeMounts = append(exporter.VolumeMounts, data)
+			},
+			want: false,
+		},
+		{
 			name: "a mount no app container has",
 			change: func(exporter, _ *corev1.Container) {
 				exporter.VolumeMounts = append(exporter.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
