@@ -3,18 +3,25 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
 	"github.com/sidecarset/sidecarset/internal/fixture"
+	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -38,7 +45,9 @@ func TestMain(m *testing.M) {
 // while the second pod's exporter is restarting, and right after the third
 // was written, before the last due pod. Each time a new process starts; it
 // knows from the pods alone what was done. The rollout completes with
-// exactly the four due pods updated, each exporter restarted once, the two
+// exactly the four due pods updated, each written once (one spec change,
+// and its record never names another container as the one the write
+// replaces) and its exporter restarted once onto the new image, the two
 // pods the partition keeps untouched, no app container restarted and never
 // more than one pod down.
 //
@@ -46,8 +55,8 @@ func TestMain(m *testing.M) {
 // Lease has expired, 15s after the last renewal (controller-runtime's
 // default, which the binary keeps; it has no flag for it), and the next
 // process tries every 2s. Measured on 2 cores: the next process answers
-// /readyz 0.4s after the kill and leads 16.5-18.5s after it; the whole test
-// takes about 85s, the rollout about 55s of it.
+// /readyz 0.4-0.5s after the kill and leads 15-19.5s after it; the whole
+// test takes about 80s, the rollout about 55s of it.
 func TestManagerKilled(t *testing.T) {
 	const (
 		pods   = 6
@@ -83,6 +92,7 @@ func TestManagerKilled(t *testing.T) {
 	apps := fixture.AppIDs(before)
 
 	w := f.WatchNotReady()
+	records := watchRecords(t, c, f.NS, f.Set)
 	rolled := time.Now()
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = v2 })
 
@@ -126,6 +136,7 @@ func TestManagerKilled(t *testing.T) {
 		t.Errorf("status matched %d, updated %d, ready %d; want %d, %d, %d", st.MatchedPods, st.UpdatedPods, st.ReadyPods, pods, target, pods)
 	}
 
+	replaced := records()
 	after := f.Pods()
 	if n := fixture.CountImage(after, v2); n != target {
 		t.Errorf("%d pods updated, want %d (partition %d of %d)\n%s", n, target, pods-target, pods, f.Describe())
@@ -146,11 +157,23 @@ func TestManagerKilled(t *testing.T) {
 			t.Errorf("pod %s was replaced: UID %s → %s", p.Name, before[i].UID, p.UID)
 		}
 		wantRestarts, wantID, wantVersion, wantEvents := int32(1), v2ID, "v2", 1
-		if fixture.Image(&p, "exporter") != v2 {
+		if fixture.Image(&p, "exporter") == v2 {
+			// Written once: the spec changed once, and every version of
+			// the pod's record named the container that ran before the
+			// rollout as the one the write replaces. A second write after
+			// the kubelet had acted on the first would name the new one.
+			if p.Generation != before[i].Generation+1 {
+				t.Errorf("pod %s: generation %d → %d, want one spec change", p.Name, before[i].Generation, p.Generation)
+			}
+			if diff := cmp.Diff([]string{was.ContainerID}, replaced[p.Name]); diff != "" {
+				t.Errorf("pod %s: the containers its records said a write replaces (-want +got):\n%s", p.Name, diff)
+			}
+		} else {
 			// Kept by the partition: the same container as before.
 			wantRestarts, wantID, wantVersion, wantEvents = 0, v1ID, "v1", 0
-			if now.ContainerID != was.ContainerID {
-				t.Errorf("pod %s, kept by the partition: exporter container %s replaced by %s", p.Name, was.ContainerID, now.ContainerID)
+			if now.ContainerID != was.ContainerID || p.Generation != before[i].Generation {
+				t.Errorf("pod %s, kept by the partition: exporter container %s → %s, generation %d → %d",
+					p.Name, was.ContainerID, now.ContainerID, before[i].Generation, p.Generation)
 			}
 		}
 		if now.RestartCount != wantRestarts || now.ImageID != wantID || !now.Ready {
@@ -188,4 +211,60 @@ func restarting(pods []corev1.Pod, image string) string {
 		}
 	}
 	return ""
+}
+
+// watchRecords follows every version of the pods in ns from now on and
+// keeps, per pod, the exporter containers that set's record named, one
+// after another, as the one running before a write. Calling the returned
+// function stops the watch and returns them.
+func watchRecords(t *testing.T, c *fixture.Cluster, ns, set string) func() map[string][]string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string][]string{}
+	var problem error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				problem = fmt.Errorf("pod watch: event %s carries %T", ev.Type, ev.Object)
+				return
+			}
+			state, err := revision.Decode(p.Annotations)
+			if err != nil {
+				problem = fmt.Errorf("pod %s: %w", p.Name, err)
+				return
+			}
+			rc, _ := state[set].Container("exporter")
+			if id := rc.PreviousContainerID; id != "" && !slices.Contains(seen[p.Name], id) {
+				seen[p.Name] = append(seen[p.Name], id)
+			}
+		}
+		if ctx.Err() == nil {
+			problem = errors.New("the pod watch ended before the rollout")
+		}
+	}()
+	return func() map[string][]string {
+		t.Helper()
+		cancel()
+		w.Stop()
+		<-done
+		if problem != nil {
+			t.Error(problem)
+		}
+		return seen
+	}
 }
