@@ -19,14 +19,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/internal/manager"
 )
 
 // ManagerPackage is the package of the manager's binary.
 const ManagerPackage = "github.com/sidecarset/sidecarset/cmd/sidecarset-manager"
-
-// LeaseName is the Lease, in the manager's namespace, that the managers
-// elect their leader through (manager.New's LeaderElectionID).
-const LeaseName = "sidecarset-manager.sidecarset.dev"
 
 var managerBinary struct {
 	mu   sync.Mutex
@@ -212,9 +210,9 @@ func (p *ManagerProcess) Kill() error {
 }
 
 // Stop stops the running process with SIGTERM, as the kubelet stops a pod,
-// and waits until it is gone: it finishes its work in flight and gives its
-// Lease up. A process still running after its graceful shutdown timeout
-// (30s) and 15s more is killed, and Stop says so.
+// and waits until it is gone: it drains, finishes its work in flight and
+// gives its Lease up (15s at most with the binary's defaults). A process
+// still running 45s after SIGTERM is killed, and Stop says so.
 func (p *ManagerProcess) Stop() error {
 	return p.signal(syscall.SIGTERM, 45*time.Second)
 }
@@ -254,7 +252,7 @@ func (p *ManagerProcess) WaitLeading(ctx context.Context, timeout time.Duration)
 		return holder != "" && holder != p.holderAtStart, err
 	})
 	if err != nil {
-		return fmt.Errorf("wait for manager process %d to hold Lease %s/%s: %w", p.cmd.Process.Pid, p.opts.Namespace, LeaseName, err)
+		return fmt.Errorf("wait for manager process %d to hold Lease %s/%s: %w", p.cmd.Process.Pid, p.opts.Namespace, manager.LeaderElectionID, err)
 	}
 	return nil
 }
@@ -263,12 +261,12 @@ func (p *ManagerProcess) WaitLeading(ctx context.Context, timeout time.Duration)
 // when there is none or it was given up.
 func (p *ManagerProcess) LeaseHolder(ctx context.Context) (string, error) {
 	lease := &coordinationv1.Lease{}
-	err := p.env.Client.Get(ctx, client.ObjectKey{Namespace: p.opts.Namespace, Name: LeaseName}, lease)
+	err := p.env.Client.Get(ctx, client.ObjectKey{Namespace: p.opts.Namespace, Name: manager.LeaderElectionID}, lease)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("get Lease %s/%s: %w", p.opts.Namespace, LeaseName, err)
+		return "", fmt.Errorf("get Lease %s/%s: %w", p.opts.Namespace, manager.LeaderElectionID, err)
 	}
 	if lease.Spec.HolderIdentity == nil {
 		return "", nil
