@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 // default, which the binary keeps; it has no flag for it), and the next
 // process tries every 2s. Measured on 2 cores: the next process answers
 // /readyz 0.4-0.6s after the kill and leads 15-19.5s after it; the whole
-// test takes about 80s (110s under -race), the rollout about 55s of it.
+// test takes 80-90s (110-125s under -race), the rollout about 55s of it.
 func TestManagerKilled(t *testing.T) {
 	const (
 		pods   = 6
