@@ -82,8 +82,13 @@ func TestKilledNodeRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
+	dirs := 0
 	for _, p := range st.ControlPlane {
 		names = append(names, p.Name)
+		dirs += len(p.Dirs)
+	}
+	if dirs != 2 {
+		t.Errorf("the node recorded %d folders of the control plane, want etcd's data and the apiserver's certificates: %+v", dirs, st.ControlPlane)
 	}
 	if diff := cmp.Diff([]string{"kube-apiserver", "etcd"}, names); diff != "" {
 		t.Errorf("the node recorded its owner's control plane (-want +got):\n%s", diff)

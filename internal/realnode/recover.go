@@ -265,7 +265,7 @@ func controlPlaneChildren() []proc {
 
 // envtestDirs picks from a control-plane command line the folders envtest
 // made for it: a --data-dir or --cert-dir directly in the temporary
-// folder, named k8s_test_framework-*.
+// folder, named k8s_test_framework_*.
 func envtestDirs(args []string) []string {
 	var dirs []string
 	for i, a := range args {
@@ -279,7 +279,7 @@ func envtestDirs(args []string) []string {
 			default:
 				continue
 			}
-			if filepath.Dir(v) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(v), "k8s_test_framework-") && !slices.Contains(dirs, v) {
+			if filepath.Dir(v) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(v), "k8s_test_framework_") && !slices.Contains(dirs, v) {
 				dirs = append(dirs, v)
 			}
 		}

@@ -40,7 +40,7 @@ func TestRecoverLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpDir := filepath.Join(tmp, "k8s_test_framework-1")
+	cpDir := filepath.Join(tmp, "k8s_test_framework_1")
 	mkdir(t, cpDir)
 
 	mkdir(t, filepath.Join(tmp, "ssnode-unused", "kubelet"))
@@ -96,11 +96,11 @@ func TestEnvtestDirs(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"etcd", []string{"etcd", "--data-dir=/tmp/k8s_test_framework-1", "--listen-peer-urls=http://127.0.0.1:1"}, []string{"/tmp/k8s_test_framework-1"}},
-		{"apiserver, flag and value apart", []string{"kube-apiserver", "--cert-dir", "/tmp/k8s_test_framework-2"}, []string{"/tmp/k8s_test_framework-2"}},
-		{"both flags, one folder", []string{"x", "--cert-dir=/tmp/k8s_test_framework-3", "--data-dir=/tmp/k8s_test_framework-3"}, []string{"/tmp/k8s_test_framework-3"}},
+		{"etcd", []string{"etcd", "--data-dir=/tmp/k8s_test_framework_1", "--listen-peer-urls=http://127.0.0.1:1"}, []string{"/tmp/k8s_test_framework_1"}},
+		{"apiserver, flag and value apart", []string{"kube-apiserver", "--cert-dir", "/tmp/k8s_test_framework_2"}, []string{"/tmp/k8s_test_framework_2"}},
+		{"both flags, one folder", []string{"x", "--cert-dir=/tmp/k8s_test_framework_3", "--data-dir=/tmp/k8s_test_framework_3"}, []string{"/tmp/k8s_test_framework_3"}},
 		{"a folder of someone else", []string{"etcd", "--data-dir=/var/lib/etcd"}, nil},
-		{"deeper than the temporary folder", []string{"etcd", "--data-dir=/tmp/x/k8s_test_framework-4"}, nil},
+		{"deeper than the temporary folder", []string{"etcd", "--data-dir=/tmp/x/k8s_test_framework_4"}, nil},
 		{"another name", []string{"etcd", "--data-dir=/tmp/etcd-data"}, nil},
 		{"a flag without value", []string{"etcd", "--data-dir"}, nil},
 	} {
