@@ -12,8 +12,10 @@ import (
 )
 
 // lockPath is the machine's real-node lock: one real node at a time, and
-// no tearing down of leftovers while another process's node starts.
-var lockPath = filepath.Join(os.TempDir(), "sidecarset-realnode-machine.lock")
+// no tearing down of leftovers while another process's node starts. Its
+// path is fixed, not under the temporary folder: runs with different
+// TMPDIR share one machine, its cgroups and its bridge.
+var lockPath = "/run/lock/sidecarset-realnode.lock"
 
 // The lock is held by the process while a node of it runs or it recovers
 // leftovers; holds nest. The file is opened close-on-exec: the node's
@@ -32,6 +34,9 @@ func acquire(ctx context.Context, out io.Writer) error {
 	if lockHolds > 0 {
 		lockHolds++
 		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
+		return fmt.Errorf("make the folder of the real-node lock: %w", err)
 	}
 	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {

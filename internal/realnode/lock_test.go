@@ -16,8 +16,14 @@ import (
 // once, gives up with the context, and nests within the process.
 func TestLock(t *testing.T) {
 	saved := lockPath
-	lockPath = filepath.Join(t.TempDir(), "node.lock")
+	// A folder that does not exist yet: acquire makes it.
+	lockPath = filepath.Join(t.TempDir(), "lock", "node.lock")
 	t.Cleanup(func() { lockPath = saved })
+
+	if err := acquire(context.Background(), nil); err != nil {
+		t.Fatalf("acquire where the lock's folder is missing: %v", err)
+	}
+	release()
 
 	// Another open file description of the lock conflicts as another
 	// process would.

@@ -15,9 +15,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sidecarset/sidecarset/internal/childproc"
 )
 
-// process is a child the node started, in its own process group.
+// process is a child the node started, in its own process group, which the
+// kernel kills when this process dies (childproc).
 type process struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -29,7 +32,7 @@ func startProcess(out io.Writer, name, bin string, args ...string) (*process, er
 	w := &prefixWriter{prefix: "[" + name + "] ", w: out}
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}

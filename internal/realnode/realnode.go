@@ -13,14 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,12 +83,29 @@ type Node struct {
 
 // state is what a later Start needs to tear a node down whose test was
 // interrupted before Stop; it is kept as stateFile in the node's folder.
+// Teardown removes only what it records the node created.
 type state struct {
-	// Owner is the PID of the process that started the node.
-	Owner int `json:"owner"`
+	// Owner is the PID of the process that started the node, and
+	// OwnerStart when it started (see proc.Start): a PID alone may name
+	// a later process.
+	Owner      int    `json:"owner"`
+	OwnerStart uint64 `json:"ownerStart,omitempty"`
 	// PIDs are the node's processes, kubelet last.
 	PIDs    []int          `json:"pids"`
 	Outside []*outsidePath `json:"outside"`
+	// Bridge: the node created the pods' bridge, which did not exist
+	// before; only then does teardown delete it.
+	Bridge bool `json:"bridge,omitempty"`
+	// Kubepods: no kubepods cgroup existed when the node started
+	// (checkNoKubepods, under the machine lock), so those there now are
+	// its kubelet's; only then does teardown kill the processes in them
+	// and remove them.
+	Kubepods bool `json:"kubepods,omitempty"`
+	// ControlPlane are the owner's etcd and kube-apiserver, children of
+	// it when the node started. They outlive an owner that is killed
+	// (envtest starts them without a parent-death signal), and a later
+	// RecoverLeftovers ends them.
+	ControlPlane []proc `json:"controlPlane,omitempty"`
 }
 
 const (
@@ -146,6 +161,9 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := checkNoKubepods(); err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
+		return nil, fmt.Errorf("network interface %s exists: another node uses it, or one left it behind (`ip link delete %s` once no node runs)", bridgeName, bridgeName)
+	}
 	if err := EnsurePackages(ctx, opts.Output); err != nil {
 		return nil, err
 	}
@@ -162,7 +180,17 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{dir: dir, client: cs, state: state{Owner: os.Getpid(), Outside: watchOutside()}}
+	owner, err := self()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{dir: dir, client: cs, state: state{
+		Owner:        owner.PID,
+		OwnerStart:   owner.Start,
+		Outside:      watchOutside(),
+		Kubepods:     true,
+		ControlPlane: controlPlaneChildren(),
+	}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Stop())
@@ -186,7 +214,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	if err := addBridge(ctx); err != nil {
+	if err := n.addBridge(ctx); err != nil {
 		return nil, err
 	}
 
@@ -298,15 +326,22 @@ func EnsurePackages(ctx context.Context, out io.Writer) error {
 // probes and the apiserver's pod proxy reach the pods on it. Without an
 // address there, connections to pod IPs follow the default route off the
 // machine. The pods still get no default route (isGateway false) and the
-// node forwards nothing for them. Stop deletes the bridge.
-func addBridge(ctx context.Context) error {
-	for _, args := range [][]string{
+// node forwards nothing for them. Once it exists the node's state says it
+// made it, and Stop deletes it.
+func (n *Node) addBridge(ctx context.Context) error {
+	for i, args := range [][]string{
 		{"link", "add", "name", bridgeName, "type", "bridge"},
 		{"addr", "add", bridgeAddress, "dev", bridgeName},
 		{"link", "set", bridgeName, "up"},
 	} {
 		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("set up the pods' bridge %s: ip %s: %w: %s", bridgeName, strings.Join(args, " "), err, out)
+		}
+		if i == 0 {
+			n.state.Bridge = true
+			if err := n.saveState(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -370,84 +405,24 @@ func (n *Node) waitReady(ctx context.Context) error {
 
 // Stop deletes the node's pods, stops the kubelet, kills what is left in
 // the pods' cgroups, stops containerd and its shims, unmounts and removes
-// everything the node created. Stop it before the apiserver.
+// everything the node created, and only that. Stop it before the
+// apiserver.
 func (n *Node) Stop() error {
 	var errs []error
 	if n.kubelet != nil && !n.kubelet.hasExited() {
 		errs = append(errs, n.deletePods())
 	}
 	n.kubelet.stop(10 * time.Second)
-	errs = append(errs, killKubepods())
+	if n.state.Kubepods {
+		errs = append(errs, killKubepods())
+	}
 	n.containerd.stop(10 * time.Second)
-	errs = append(errs, cleanUp(n.dir, n.state.Outside))
+	errs = append(errs, cleanUp(n.dir, n.state))
 	if n.locked {
 		n.locked = false
 		release()
 	}
 	return errors.Join(errs...)
-}
-
-// cleanUp removes what a node left once its processes are gone: shims,
-// mounts, the bridge, the pods' cgroups, what it created in the fixed
-// folders outside its own, and its folder.
-func cleanUp(dir string, outside []*outsidePath) error {
-	errs := []error{killShims(containerdSocket(dir)), unmount(dir, outside)}
-	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
-		if out, err := exec.Command("ip", "link", "delete", bridgeName).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("delete bridge %s: %w: %s", bridgeName, err, out))
-		}
-	}
-	errs = append(errs, removeKubepods())
-	for _, o := range outside {
-		errs = append(errs, o.remove())
-	}
-	if mounts, err := mountsUnder(dir); err != nil || len(mounts) > 0 {
-		// Removing a folder with a mount inside would delete what is mounted.
-		errs = append(errs, fmt.Errorf("keep %s: still mounted: %v %v", dir, mounts, err))
-	} else {
-		errs = append(errs, os.RemoveAll(dir))
-	}
-	return errors.Join(errs...)
-}
-
-// RecoverLeftovers tears down the nodes whose tests ended before Stop (a
-// timeout, an interrupt), and fails while another process runs a node.
-// Start calls it; a test that checks what a node leaves behind calls it
-// before it looks.
-func RecoverLeftovers() error {
-	if err := acquire(context.Background(), os.Stderr); err != nil {
-		return err
-	}
-	defer release()
-	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), dirPattern+"*"))
-	if err != nil {
-		return err
-	}
-	for _, dir := range dirs {
-		// Without a state file the node started nothing: Start writes it
-		// right after making the folder.
-		var st state
-		data, err := os.ReadFile(filepath.Join(dir, stateFile))
-		if err == nil {
-			err = json.Unmarshal(data, &st)
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("read what node %s left: %w", dir, err)
-		}
-		if st.Owner != 0 && st.Owner != os.Getpid() && syscall.Kill(st.Owner, 0) == nil {
-			return fmt.Errorf("process %d runs a real node (%s) on this machine: one at a time", st.Owner, dir)
-		}
-		// The kubelet first, so that it restarts no container.
-		slices.Reverse(st.PIDs)
-		for _, pid := range st.PIDs {
-			killIfRunsIn(pid, dir)
-		}
-		errs := []error{killKubepods(), cleanUp(dir, st.Outside)}
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("tear down what node %s left: %w", dir, err)
-		}
-	}
-	return nil
 }
 
 // deletePods deletes the pods bound to the node and waits until the kubelet

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/sidecarset/sidecarset/internal/childproc"
 	sidecarscheme "github.com/sidecarset/sidecarset/internal/scheme"
 )
 
@@ -187,7 +188,8 @@ func (e *Env) startControllerManager(assets string, out io.Writer) error {
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// Killed with this process, however it ends.
+	if err := childproc.Start(cmd); err != nil {
 		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
 	e.kcm = cmd

@@ -34,7 +34,8 @@ const (
 
 // startNode starts the whole stack without simulated nodes, and a real
 // node against its apiserver; the node stops first, the control plane last.
-// Their logs are printed if the test failed.
+// Their logs are printed if the test failed. On SIGINT or SIGTERM both
+// stop, in that order, and the test binary exits non-zero.
 func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -65,8 +66,9 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopSys := fixture.OnInterrupt(sys.Stop)
 	t.Cleanup(func() {
-		if err := sys.Stop(); err != nil {
+		if err := stopSys(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -88,9 +90,10 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopNode := fixture.OnInterrupt(node.Stop)
 	t.Cleanup(func() {
 		start := time.Now()
-		if err := node.Stop(); err != nil {
+		if err := stopNode(); err != nil {
 			t.Error(err)
 		}
 		t.Logf("node stopped in %v", time.Since(start).Round(time.Millisecond))
