@@ -116,6 +116,9 @@ func TestExitCodes(t *testing.T) {
 	t.Run("0 complete", func(t *testing.T) {
 		code(t, 0, kubectl(t, false, "status", f.Set, "-w"), "")
 	})
+	t.Run("1 no such set", func(t *testing.T) {
+		code(t, 1, kubectl(t, false, "status", f.Set+"-typo", "-w"), "SidecarSet "+f.Set+"-typo not found")
+	})
 	t.Run("2 usage", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"status", "--no-such-flag"},

@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,6 +88,50 @@ func TestTransient(t *testing.T) {
 		if got := transient(tc.err); got != tc.want {
 			t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestRetryBounds: a waiting verb with a deadline of its own retries
+// transient errors until it (an outage longer than the back-off's steps
+// ends as a timeout, not as "unreachable"); without one, the steps bound
+// the retries; a webhook the apiserver cannot call is not the apiserver
+// being unreachable.
+func TestRetryBounds(t *testing.T) {
+	unavailable := apierrors.NewServiceUnavailable("restarting")
+	webhook := apierrors.NewInternalError(errors.New(`failed calling webhook "pods.sidecarset.dev": failed to call webhook: connection refused`))
+	quick := wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 3}
+	tests := []struct {
+		name     string
+		deadline time.Duration
+		err      error
+		wantCode int
+		wantTry  func(int) bool
+	}{
+		{"no deadline: the steps bound it", 0, unavailable, 5, func(n int) bool { return n == 3 }},
+		{"a deadline: tried until it", 200 * time.Millisecond, unavailable, -1, func(n int) bool { return n > 3 }},
+		{"a webhook the apiserver cannot call", 0, webhook, 1, func(n int) bool { return n == 3 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			r := &retryingClient{backoff: quick, warn: io.Discard}
+			tries := 0
+			err := r.do(ctx, "get", func() error { tries++; return tt.err })
+			if !tt.wantTry(tries) {
+				t.Errorf("%d tries", tries)
+			}
+			if tt.wantCode >= 0 && ExitCode(err) != tt.wantCode {
+				t.Errorf("exit code %d for %v, want %d", ExitCode(err), err, tt.wantCode)
+			}
+			if tt.deadline > 0 && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("error %v, want the deadline's", err)
+			}
+		})
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,13 +53,19 @@ type retryingClient struct {
 	warn    io.Writer
 }
 
-// do runs call until it succeeds, fails for good, or the back-off runs
-// out; then a transient error is reported as the cluster being
-// unreachable (ErrUnreachable), except a conflict, which only means others
-// keep writing.
+// do runs call until it succeeds, fails for good, or the retries run out:
+// at the verb's own deadline when ctx has one (--timeout), after the
+// back-off's steps otherwise. Out of steps, a transient error is reported
+// as the cluster being unreachable (ErrUnreachable), except a conflict,
+// which only means others keep writing, and a webhook the apiserver failed
+// to call, which means the apiserver answers.
 func (r *retryingClient) do(ctx context.Context, what string, call func() error) error {
+	backoff := r.backoff
+	if _, ok := ctx.Deadline(); ok {
+		backoff.Steps = math.MaxInt32
+	}
 	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, r.backoff, func(context.Context) (bool, error) {
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
 		last = call()
 		if !transient(last) || ctx.Err() != nil {
 			return true, nil
@@ -70,10 +78,19 @@ func (r *retryingClient) do(ctx context.Context, what string, call func() error)
 		return last
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
-	case wait.Interrupted(err) && !apierrors.IsConflict(last):
-		return fmt.Errorf("%w: %d tries: %w", ErrUnreachable, r.backoff.Steps, last)
+	case !wait.Interrupted(err) || apierrors.IsConflict(last):
+	case webhookFailed(last):
+		return fmt.Errorf("the apiserver answers, but failed to call a webhook %d times: %w", backoff.Steps, last)
+	default:
+		return fmt.Errorf("%w: %d tries: %w", ErrUnreachable, backoff.Steps, last)
 	}
 	return last
+}
+
+// webhookFailed reports whether err is the apiserver's answer that it could
+// not call an admission webhook.
+func webhookFailed(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
 }
 
 func (r *retryingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

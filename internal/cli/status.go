@@ -41,7 +41,8 @@ Stalled (exit 1), paused by updateStrategy.paused or of type NotUpdate (exit 3:
 nothing moves until someone acts), or --timeout passes (exit 4): a progress bar
 of updated-and-ready pods against the target (matched minus partition) on a
 terminal, one line per change otherwise. A read that fails transiently (the
-apiserver busy or restarting) is retried with back-off.`,
+apiserver busy or restarting) is retried with back-off, until --timeout when
+it is set.`,
 		Example: `  # All SidecarSets
   kubectl sidecarset status
 
@@ -229,8 +230,13 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 	var deadline time.Time
 	if opts.Timeout > 0 {
 		deadline = time.Now().Add(opts.Timeout)
+		// Calls failing transiently are retried until then (retryingClient).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
 	}
 	var r progressRenderer
+	first := true
 	if opts.Terminal {
 		r = newBarRenderer(ctx, out, opts.Name)
 	} else {
@@ -241,11 +247,17 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 		set := &v1alpha1.SidecarSet{}
 		if err := c.Get(ctx, client.ObjectKey{Name: opts.Name}, set); err != nil {
 			r.stop()
-			if apierrors.IsNotFound(err) {
+			switch {
+			case apierrors.IsNotFound(err) && first:
+				return fmt.Errorf("SidecarSet %s not found", opts.Name)
+			case apierrors.IsNotFound(err):
 				return fmt.Errorf("SidecarSet %s was deleted while being watched", opts.Name)
+			case errors.Is(err, context.DeadlineExceeded) && !deadline.IsZero():
+				return fmt.Errorf("%s: %w: not complete within --timeout %s: %w", opts.Name, ErrTimeout, opts.Timeout, err)
 			}
 			return fmt.Errorf("get SidecarSet %s: %w", opts.Name, err)
 		}
+		first = false
 		// A status about an older spec would show the previous rollout's
 		// counts as this one's.
 		if set.Status.ObservedGeneration >= set.Generation {
@@ -273,6 +285,9 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 		select {
 		case <-ctx.Done():
 			r.stop()
+			if !deadline.IsZero() && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%s: %w: not complete within --timeout %s", opts.Name, ErrTimeout, opts.Timeout)
+			}
 			return fmt.Errorf("stopped following %s: %w", opts.Name, ctx.Err())
 		case <-time.After(opts.Interval):
 		}
