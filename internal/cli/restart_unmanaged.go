@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -495,6 +496,9 @@ func cannotRestart(obj client.Object) string {
 	case *appsv1.StatefulSet:
 		if o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 			return "updateStrategy OnDelete: its pods change only when deleted"
+		}
+		if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil && ptr.Deref(ru.Partition, 0) > 0 {
+			return fmt.Sprintf("rollingUpdate.partition %d: its pods with a lower ordinal would not restart; set it to 0 first", *ru.Partition)
 		}
 	case *appsv1.DaemonSet:
 		if o.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {

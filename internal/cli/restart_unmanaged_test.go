@@ -52,7 +52,7 @@ func TestRestartUnmanaged(t *testing.T) {
 	)
 	f.WaitReady(4)
 	f.CreateSet(f.SidecarSet("exporter:v1", 0))
-	f.WaitStatus("4 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 4 })
+	f.WaitStatus("5 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 5 })
 
 	dry := ok(t, "restart-unmanaged", f.Set, "--dry-run")
 	mustContain(t, dry.out,
@@ -239,7 +239,8 @@ func (f *testFixture) deployment(name string, replicas int32, change func(*corev
 // restarts. A workload the webhook would not inject (here: its template
 // already has a container named like the sidecar) is refused with the
 // webhook's reason rather than restarted over and over; an OnDelete
-// StatefulSet and a paused Deployment are not touched.
+// StatefulSet, a StatefulSet whose partition keeps its pods, and a paused
+// Deployment are not touched.
 func TestRestartUnmanagedChecksFirst(t *testing.T) {
 	f := newFixture(t)
 	clash := f.deployment("clash", 1, func(tmpl *corev1.PodTemplateSpec) {
@@ -252,13 +253,20 @@ func TestRestartUnmanagedChecksFirst(t *testing.T) {
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"role": "ondelete"}},
 			Template:       f.template(map[string]string{"role": "ondelete"}),
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+		}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "partitioned"}, Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "partitioned"}},
+			Template: f.template(map[string]string{"role": "partitioned"}),
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}},
 		}})
-	f.WaitReady(4)
+	f.WaitReady(5)
 	if err := env.Client.Patch(t.Context(), paused, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))); err != nil {
 		t.Fatal(err)
 	}
 	f.CreateSet(f.SidecarSet("exporter:v1", 0))
-	f.WaitStatus("4 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 4 })
+	f.WaitStatus("5 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 5 })
 
 	dry := ok(t, "restart-unmanaged", f.Set, "--dry-run")
 	mustContain(t, dry.out,
@@ -267,6 +275,7 @@ func TestRestartUnmanagedChecksFirst(t *testing.T) {
 		"Deployment "+f.NS+"/paused (paused-",
 		"not touched: the Deployment is paused",
 		"StatefulSet "+f.NS+"/ondelete (ondelete-0): not touched: updateStrategy OnDelete",
+		"StatefulSet "+f.NS+"/partitioned (partitioned-0): not touched: rollingUpdate.partition 1",
 		"dry run: would restart 1 workload, one at a time: Deployment "+f.NS+"/web\n")
 
 	r := kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "60s")
@@ -275,7 +284,7 @@ func TestRestartUnmanagedChecksFirst(t *testing.T) {
 	}
 	mustContain(t, r.err.Error(), "refused to restart 1 workload: Deployment "+f.NS+"/clash")
 	mustContain(t, r.out, "Deployment "+f.NS+"/web: all 1 pods carry SidecarSet "+f.Set, f.Set+": restarted 1 workload\n")
-	for name, want := range map[string]bool{"web": true, "clash": false, "paused": false, "ondelete": false} {
+	for name, want := range map[string]bool{"web": true, "clash": false, "paused": false, "ondelete": false, "partitioned": false} {
 		if got := restarted(t, f, name); got != want {
 			t.Errorf("cluster: workload %s restarted %v, want %v", name, got, want)
 		}
