@@ -242,6 +242,11 @@ func restartsAlways(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
+// shows reports whether c's status shows image running (runsImage).
+func (c Container) shows(image string) bool {
+	return runsImage(corev1.ContainerStatus{Image: c.StatusImage, ImageID: c.ImageID}, image)
+}
+
 // unacted returns a sidecar of p for which Unacted holds.
 func (p Pod) unacted() (Container, bool) {
 	for _, c := range p.Containers {

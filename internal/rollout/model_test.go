@@ -372,9 +372,33 @@ func (m *model) sync(p *mpod) {
 			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
 		}
 	}
-	if m.back(p) {
-		clear(p.disrupted)
+	for name := range p.disrupted {
+		if m.backFor(p, name, "") {
+			delete(p.disrupted, name)
+		}
 	}
+}
+
+// backFor reports whether the disruption set made to p is over: p is
+// ready, and every sidecar of set but except runs its spec image. A change
+// someone else made to another container, still to be acted on, is not the
+// set's: the set sees the pod ready with its own work done, as it is.
+func (m *model) backFor(p *mpod, set, except string) bool {
+	if p.neverReady {
+		return false
+	}
+	for _, c := range p.ctrs {
+		if !c.runs {
+			continue
+		}
+		if c.waiting || c.instance == 0 || c.warm > 0 || crashes(c.image) {
+			return false
+		}
+		if strings.HasPrefix(c.name, set+"-") && c.name != except && c.image != specImage(p.pod, c.name) {
+			return false
+		}
+	}
+	return true
 }
 
 func crashes(ref string) bool { return strings.Contains(ref, "crashes") }
@@ -598,7 +622,11 @@ func (m *model) check() {
 			}
 		}
 		if len(disrupted) > s.maxUnavailable {
-			m.t.Fatalf("%s disrupts %v at once, maxUnavailable %d", s.set.Name, disrupted, s.maxUnavailable)
+			var pods []string
+			for _, p := range m.pods {
+				pods = append(pods, m.describe(p))
+			}
+			m.t.Fatalf("%s disrupts %v at once, maxUnavailable %d:\n%s", s.set.Name, disrupted, s.maxUnavailable, strings.Join(pods, "\n"))
 		}
 	}
 }
@@ -734,7 +762,11 @@ func (m *model) editByHand(p *mpod) {
 	images := []string{name + ":by-hand", name + "-pull-fails:by-hand"}
 	for _, c := range p.ctrs {
 		if c.name == name && c.instance > 0 {
-			// Back to what runs, over a write the kubelet has not acted on.
+			// Back to what runs, over a write the kubelet has not acted
+			// on.
+			// (Not another name for the content that runs, such as its
+			// digest: the kubelet restarts the container for it, and no
+			// status tells the container before from the one after.)
 			images = append(images, c.image)
 		}
 	}
@@ -746,6 +778,15 @@ func (m *model) editByHand(p *mpod) {
 				p.pod.Generation++
 				m.bump(p.pod)
 			}
+		}
+	}
+	// An edit over a write the kubelet has not acted on ends the
+	// disruption that write was to make: whatever restart comes now is the
+	// edit's. The set's claim on the pod ends unless another of its
+	// sidecars still has its write to come.
+	for set := range p.disrupted {
+		if strings.HasPrefix(name, set+"-") && m.backFor(p, set, name) && podReady(p.pod) {
+			delete(p.disrupted, set)
 		}
 	}
 }

@@ -641,7 +641,11 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	rc.PreviousContainerID = c.ContainerID
 	rc.PreviousImageID = c.ImageID
 	rc.PreviousImage = ""
-	if c.Complete && c.Image == rc.Image {
+	// Started from the image written now: as the last one written, or,
+	// under a hand edit the status does not show apart from it (a pin of
+	// the content it runs), as the image recorded. If the kubelet keeps it,
+	// it is the write's.
+	if c.Complete && c.Image == rc.Image || c.Running && c.Image != rc.Image && c.shows(rc.Image) {
 		rc.PreviousImage = rc.Image
 	}
 	return rc

@@ -835,6 +835,33 @@ func TestDisruptionKept(t *testing.T) {
 			t.Errorf("Updates (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("a revert over a hand-made digest pin of the running content completes when the kubelet never restarts", func(t *testing.T) {
+		// Found by review: the status already shows the pinned digest, so
+		// the revert is written at once; the kubelet, seeing only the spec
+		// written back, has nothing to restart. The running container was
+		// started from the recorded image, so it is the revert's.
+		set := testSet("exporter:v1")
+		latest := NewLatest(set)
+		pod := injectedPod("p01", set)
+		pod.Spec.Containers[1].Image = "exporter@" + imageIDDigest(imageID("exporter:v1"))
+		pod.Generation++
+		p := Classify(pod, record(pod), latest)
+		if c := p.Containers[0]; c.Unacted || !slices.Equal(p.Drifted, []string{"exporter"}) {
+			t.Fatalf("Unacted %v, Drifted %v; want drifted, not unacted (the status shows the pinned digest)", c.Unacted, p.Drifted)
+		}
+		plan, err := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: strategy("0", "1"), DriftPolicy: v1alpha1.DriftRevert})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRevertDrift {
+			t.Fatalf("plan %+v, want the revert", outcomeOf(plan))
+		}
+		applyUpdate(pod, plan.Updates[0])
+		pod.Status.ObservedGeneration = pod.Generation
+		if p := Classify(pod, record(pod), latest); !p.Ready || p.Updating || len(p.Drifted) > 0 {
+			t.Errorf("after the revert, the kubelet keeping the container: Ready %v, Updating %v, Drifted %v; want complete and ready", p.Ready, p.Updating, p.Drifted)
+		}
+	})
 	t.Run("a pod disrupted by one set stays so while another set keeps it unready", func(t *testing.T) {
 		// s0 restarted its sidecar and the new one runs; the pod is not
 		// ready because another set's sidecar does not start. s0 cannot
