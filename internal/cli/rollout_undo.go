@@ -99,6 +99,11 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 	}
 
 	withdrawn := revision.Withdrawn(list.Items, cr.Name)
+	if !slices.ContainsFunc(list.Items, func(r appsv1.ControllerRevision) bool { return r.Name == current }) {
+		// Declared so recently that no revision is kept for it yet: the
+		// newest of all.
+		withdrawn[current] = true
+	}
 	back := withdrawn[current]
 	var moving []string
 	if back {
