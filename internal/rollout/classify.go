@@ -97,10 +97,12 @@ type Container struct {
 	Running bool
 	// StatusImage is the image the container's status shows.
 	StatusImage string
-	// Unacted: the container runs, its pod spec image differs from the one
-	// last written (someone else changed it), and its status does not show
-	// the spec's image running yet: the kubelet has still to act on that
-	// change. A write over it waits (HeldChangeInFlight).
+	// Unacted: the container's pod spec image differs from the one last
+	// written (someone else changed it), and the kubelet has still to act on
+	// that change: the status shows the container running another image, or
+	// not running while the kubelet replaces it (stopping the old one,
+	// pulling the new one), rather than failing to start the new one. A
+	// write over it waits (HeldChangeInFlight).
 	Unacted bool
 	// InFlight: the controller wrote the container in place, the write is
 	// not complete yet, and the pod spec still holds it. A write someone
@@ -163,7 +165,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			Recorded:    rc,
 		}
 		drifted := !SameImage(rc.Image, c.Image)
-		c.Unacted = c.Runs && c.Running && drifted && !runsImage(st, spec.Image)
+		c.Unacted = c.Runs && drifted && (c.Running && !runsImage(st, spec.Image) || !c.Running && !startFailed(st))
 		if c.Runs {
 			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
 			if drifted {
@@ -236,6 +238,24 @@ func runsImage(st corev1.ContainerStatus, image string) bool {
 	}
 	d := declaredDigest(image)
 	return d != "" && d == imageIDDigest(st.ImageID)
+}
+
+// startFailed reports whether a container that does not run is waiting
+// because the kubelet could not start it from its spec: its image does not
+// pull or is not valid, its configuration is refused, or it keeps crashing.
+// The kubelet has then acted on the spec; any other container that does not
+// run is still being replaced or started.
+func startFailed(st corev1.ContainerStatus) bool {
+	if st.State.Waiting == nil {
+		return false
+	}
+	switch st.State.Waiting.Reason {
+	case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "ImageInspectError",
+		"RegistryUnavailable", "SignatureValidationFailed", "CrashLoopBackOff", "CreateContainerConfigError",
+		"CreateContainerError", "RunContainerError", "PreStartHookError", "PostStartHookError":
+		return true
+	}
+	return false
 }
 
 func restartsAlways(c corev1.Container) bool {

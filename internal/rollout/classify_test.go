@@ -185,10 +185,16 @@ func TestUnacted(t *testing.T) {
 		{"edited, the runtime names it in full", "exporter:debug", runningAs("docker.io/library/exporter:debug", "exporter:debug"), false},
 		{"edited to a digest the container runs, named by a tag", pinned, runningAs("docker.io/library/exporter:debug", "exporter:debug"), false},
 		{"edited to a digest, the old container runs", pinned, runningAs("exporter:v1", "exporter:v1"), true},
-		{"edited, the edit's image is being pulled", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:debug",
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}, false},
-		{"edited, the old container exited", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:v1",
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}, false},
+		// Found by review: written now, the container the edit starts
+		// once its image is pulled would be taken for the write's.
+		{"edited, the old container stopped and the edit's image is being pulled", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:debug",
+			ContainerID: "containerd://exporter-1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}, true},
+		{"edited, the old container killed, the next not started", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:v1",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}, true},
+		{"edited, the edit's image does not pull", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:debug",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}, false},
+		{"edited, the edit's container crashes", "exporter:debug", corev1.ContainerStatus{Name: "exporter", Image: "exporter:debug",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

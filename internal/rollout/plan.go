@@ -173,7 +173,7 @@ const (
 	// replace anyway, and take the container that change starts for this
 	// write's; or, if the kubelet skipped the change, wait for a restart
 	// that never comes. The pod goes once the status shows the spec's
-	// image, or the container stops running. The runtime names a running
+	// image running, or the kubelet failing to start it. The runtime names a running
 	// image by one of the tags its content has now, so an edit to a tag
 	// that shares its content with others may show as another of them for
 	// as long as the container runs: such a pod waits, reported, and the
@@ -392,9 +392,13 @@ func Next(in Input) (Plan, error) {
 			continue
 		}
 		if c, ok := w.pod.unacted(); ok {
+			shows := fmt.Sprintf("still shows %s running", c.StatusImage)
+			if !c.Running {
+				shows = "is still replacing the container"
+			}
 			plan.Held = append(plan.Held, Held{w.pod.Key, HeldChangeInFlight, fmt.Sprintf(
-				"the pod spec says %s for %s, but the kubelet still shows %s running: waiting for it to act on that change",
-				c.Image, c.Name, c.StatusImage)})
+				"the pod spec says %s for %s, but the kubelet %s: waiting for it to act on that change",
+				c.Image, c.Name, shows)})
 			continue
 		}
 		var u PodUpdate
