@@ -161,7 +161,9 @@ func TestExitCodes(t *testing.T) {
 		if err := os.WriteFile(closed, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		for _, args := range [][]string{{"status"}, {"status", f.Set, "-w"}, {"restart-unmanaged", f.Set}} {
+		// With --timeout too: a cluster down from the start is unreachable,
+		// not a rollout that ran out of time.
+		for _, args := range [][]string{{"status"}, {"status", f.Set, "-w"}, {"status", f.Set, "-w", "--timeout", "10m"}, {"restart-unmanaged", f.Set}} {
 			r := executeWith(t, false, "", fastBackoff, append(args, "--kubeconfig", closed)...)
 			code(t, 5, r, "connection refused")
 		}

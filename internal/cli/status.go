@@ -228,15 +228,18 @@ var ErrStalled = errors.New("rollout stalled")
 // opts.Timeout passes (ErrTimeout).
 func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts WatchOptions) error {
 	var deadline time.Time
+	// The first read is retried as any verb's (a cluster down from the
+	// start is unreachable, exit 5); later ones, until the deadline.
+	first, rest := ctx, ctx
 	if opts.Timeout > 0 {
 		deadline = time.Now().Add(opts.Timeout)
-		// Calls failing transiently are retried until then (retryingClient).
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		rest, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	var r progressRenderer
-	first := true
+	// seen: the set was read once; read is the context the next read runs in.
+	read, seen := first, false
 	if opts.Terminal {
 		r = newBarRenderer(ctx, out, opts.Name)
 	} else {
@@ -245,10 +248,10 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 	waiting := false
 	for {
 		set := &v1alpha1.SidecarSet{}
-		if err := c.Get(ctx, client.ObjectKey{Name: opts.Name}, set); err != nil {
+		if err := c.Get(read, client.ObjectKey{Name: opts.Name}, set); err != nil {
 			r.stop()
 			switch {
-			case apierrors.IsNotFound(err) && first:
+			case apierrors.IsNotFound(err) && !seen:
 				return fmt.Errorf("SidecarSet %s not found", opts.Name)
 			case apierrors.IsNotFound(err):
 				return fmt.Errorf("SidecarSet %s was deleted while being watched", opts.Name)
@@ -257,7 +260,7 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 			}
 			return fmt.Errorf("get SidecarSet %s: %w", opts.Name, err)
 		}
-		first = false
+		read, seen = rest, true
 		// A status about an older spec would show the previous rollout's
 		// counts as this one's.
 		if set.Status.ObservedGeneration >= set.Generation {
@@ -283,9 +286,9 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 			return fmt.Errorf("%s: %w: not complete within --timeout %s", opts.Name, ErrTimeout, opts.Timeout)
 		}
 		select {
-		case <-ctx.Done():
+		case <-rest.Done():
 			r.stop()
-			if !deadline.IsZero() && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if !deadline.IsZero() && ctx.Err() == nil {
 				return fmt.Errorf("%s: %w: not complete within --timeout %s", opts.Name, ErrTimeout, opts.Timeout)
 			}
 			return fmt.Errorf("stopped following %s: %w", opts.Name, ctx.Err())
