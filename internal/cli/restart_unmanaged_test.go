@@ -52,7 +52,7 @@ func TestRestartUnmanaged(t *testing.T) {
 	)
 	f.WaitReady(4)
 	f.CreateSet(f.SidecarSet("exporter:v1", 0))
-	f.WaitStatus("5 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 5 })
+	f.WaitStatus("4 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 4 })
 
 	dry := ok(t, "restart-unmanaged", f.Set, "--dry-run")
 	mustContain(t, dry.out,

@@ -67,8 +67,20 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		r.mu.Unlock()
 	}
 	// After the write: a failed one is retried, and would tell the same
-	// transition twice.
+	// transition twice. A rollout starts once per revision, however stale
+	// the status a later reconcile reads (its own pause of the set is one
+	// more version for the cache to lag on).
 	for _, e := range status.Events(prev, res.Status) {
+		if e.Reason == status.EventRolloutStarted {
+			r.mu.Lock()
+			m := r.memoryOf(set.Name)
+			told := m.started == res.Status.LatestRevision
+			m.started = res.Status.LatestRevision
+			r.mu.Unlock()
+			if told {
+				continue
+			}
+		}
 		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, e.Reason, "Rollout", "%s", e.Message)
 	}
 	if res.PauseRollout {

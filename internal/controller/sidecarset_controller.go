@@ -116,6 +116,8 @@ type memory struct {
 	// writes are the pods written whose writes the cache has not shown
 	// since (rollout.Fresher).
 	writes map[types.NamespacedName]podWrite
+	// started is the revision a RolloutStarted event was last told for.
+	started string
 }
 
 // memoryOf returns the memory of the set named name, made empty when there
