@@ -34,7 +34,7 @@ import (
 // stale with optimistic-lock writes, image changes (new tags, digest pins of
 // the running tag, undo, images that never pull) of regular, native and
 // ordinary init sidecars of up to three overlapping SidecarSets, partition
-// steps, pauses and resumes, hand edits of a pod's sidecar image (reported
+// steps, pauses and resumes, hand edits of a pod's sidecar image with one set (reported
 // or reverted by driftPolicy), and manager restarts that forget every write
 // in flight. After every step it checks:
 //
@@ -340,6 +340,14 @@ func (m *model) sync(p *mpod) {
 	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}
 	pod.Status = st
 	m.bump(pod)
+	// What this status shows is what the controller judges by: a set whose
+	// sidecars it shows back, in a ready pod, disrupts it no more, whatever
+	// this sync does next.
+	for name := range p.disrupted {
+		if ready && m.backFor(p, name, "") {
+			delete(p.disrupted, name)
+		}
+	}
 
 	for _, c := range p.ctrs {
 		want := specImage(pod, c.name)
@@ -749,6 +757,11 @@ func (m *model) step() {
 // spec, as kubectl patch does: drift, which the kubelet acts on at its next
 // sync, and driftPolicy Revert writes back.
 func (m *model) editByHand(p *mpod) {
+	if len(m.sets) > 1 {
+		// With several sets, whose a restart is once a hand edit overlaps
+		// their writes is not modelled; one set is.
+		return
+	}
 	var names []string
 	for _, c := range p.ctrs {
 		if c.runs && c.name != "app" {
