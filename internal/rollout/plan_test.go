@@ -794,11 +794,7 @@ func TestDisruptionKept(t *testing.T) {
 		// update for ever. The write is over; the pod is drifted, and the
 		// revert goes at once, recording the container that runs.
 		v1, latest := testSet("exporter:v1"), NewLatest(testSet("exporter:v2"))
-		pod := writtenPod(t, v1, latest)
-		pod.Spec.Containers[1].Image = "exporter:v1"
-		pod.Generation++
-		pod.Status.ObservedGeneration = pod.Generation
-		p := Classify(pod, record(pod), latest)
+		p := setBackByHand(t, v1, latest)
 		if c := p.Containers[0]; c.InFlight || c.Unacted || !slices.Equal(p.Drifted, []string{"exporter"}) {
 			t.Fatalf("InFlight %v, Unacted %v, Drifted %v; want a drifted container, neither in flight nor unacted", c.InFlight, c.Unacted, p.Drifted)
 		}
@@ -818,11 +814,7 @@ func TestDisruptionKept(t *testing.T) {
 		// the pod held its maxUnavailable slot for ever. The kubelet runs
 		// what the spec says: the pod is drifted and back.
 		v1, latest := testSet("exporter:v1"), NewLatest(testSet("exporter:v2"))
-		pod := writtenPod(t, v1, latest)
-		pod.Spec.Containers[1].Image = "exporter:v1"
-		pod.Generation++
-		pod.Status.ObservedGeneration = pod.Generation
-		p := Classify(pod, record(pod), latest)
+		p := setBackByHand(t, v1, latest)
 		if p.Disrupting || !p.Ready {
 			t.Fatalf("Disrupting %v, Ready %v; want the pod back", p.Disrupting, p.Ready)
 		}
@@ -875,6 +867,18 @@ func TestDisruptionKept(t *testing.T) {
 			t.Errorf("Disrupting = false for a pod written while ready and not ready since")
 		}
 	})
+}
+
+// setBackByHand classifies a pod written from v1 to latest whose image was
+// set back to exporter:v1 by hand before the kubelet acted: the kubelet
+// keeps the v1 container and has seen the edit.
+func setBackByHand(t *testing.T, v1 *v1alpha1.SidecarSet, latest Latest) Pod {
+	t.Helper()
+	pod := writtenPod(t, v1, latest)
+	pod.Spec.Containers[1].Image = "exporter:v1"
+	pod.Generation++
+	pod.Status.ObservedGeneration = pod.Generation
+	return Classify(pod, record(pod), latest)
 }
 
 // TestRecordDisruption: the record of a pod written while not ready that
