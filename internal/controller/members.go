@@ -280,6 +280,9 @@ func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key ty
 		}
 		state, err := revision.Put(pod.Annotations, set.Name, rollout.AdoptionRecord(pod, set))
 		if err != nil {
+			// A record annotation that does not decode stays as it is until
+			// the pod changes: judged not adoptable at this version.
+			ctrl.LoggerFrom(ctx).Info("pod not adopted: its records do not decode", "pod", key, "err", err.Error())
 			return nil
 		}
 		next := pod.DeepCopy()

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/metrics"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 	"github.com/sidecarset/sidecarset/internal/status"
 )
@@ -66,6 +67,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		r.memoryOf(set.Name).status = &writtenStatus{over: set.ResourceVersion, rv: judged, status: res.Status}
 		r.mu.Unlock()
 	}
+	// The status as it stands now, written or already there: the series
+	// say what the status says.
+	metrics.RecordStatus(set.Name, res.Status)
 	// After the write: a failed one is retried, and would tell the same
 	// transition twice. A rollout starts once per revision, however stale
 	// the status a later reconcile reads (its own pause of the set is one
@@ -150,6 +154,9 @@ func (r *Reconciler) pause(ctx context.Context, set *v1alpha1.SidecarSet, judged
 	}
 	r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Pause",
 		"rollout paused itself: %s", reason)
+	// Counted once per stall: the paused rollout is no longer active, so
+	// the next status asks for no pause until it is resumed.
+	metrics.RolloutStalled(set.Name)
 	return true, nil
 }
 

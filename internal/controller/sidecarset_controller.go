@@ -31,6 +31,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/metrics"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 	"github.com/sidecarset/sidecarset/internal/status"
 )
@@ -131,8 +132,9 @@ func (r *Reconciler) memoryOf(name string) *memory {
 	return m
 }
 
-// forget drops the memory of a deleted set.
+// forget drops the memory and the series of a deleted set.
 func (r *Reconciler) forget(name string) {
+	metrics.ForgetSet(name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.memory, name)

@@ -107,7 +107,12 @@ func startController(t *testing.T, reqs *requests, namespace string) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 }
 
 // TestSharedBudgetAcrossWorkers: two SidecarSets whose pods share a

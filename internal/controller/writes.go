@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/metrics"
 	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
@@ -49,7 +50,34 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan r
 		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
 			"updating %d pod(s) in place: %s", len(names), podList(names))
 	}
+	r.observeBack(set.Name, pods, written)
 	return written
+}
+
+// observeBack observes, for every settle that landed, how long the write it
+// settles took: from the time the write's record carries (Stamped), which
+// outlives the manager that wrote it, to now. A settle lands once per write
+// (the record then forgets the write, and a write from a stale view is
+// refused), so each write is observed once, by whichever manager leads when
+// the pod is back. A record written before writes carried their time is
+// not observed.
+func (r *Reconciler) observeBack(setName string, pods map[types.NamespacedName]*corev1.Pod, written []rollout.PodUpdate) {
+	now := r.Clock.Now()
+	for _, u := range written {
+		if u.Action != rollout.ActionSettle {
+			continue
+		}
+		pod, ok := pods[u.Pod]
+		if !ok {
+			continue
+		}
+		state, _ := revision.Decode(pod.Annotations)
+		if rec, ok := state[setName]; ok && rec.Write != nil && rec.Write.At != nil {
+			// The write's time is the writing replica's clock: a skew
+			// between replicas must not give a negative duration.
+			metrics.PodUpdated(setName, max(0, now.Sub(rec.Write.At.Time)))
+		}
+	}
 }
 
 // applyOne writes one pod update and tells, on the pod, what was written.
@@ -89,7 +117,7 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // stale the apiserver refuses it, so a pod is never written twice from one
 // stale view.
 func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
-	pod, err := rollout.Apply(cached, set.Name, u)
+	pod, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
 	if err != nil {
 		return err
 	}

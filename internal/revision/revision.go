@@ -39,6 +39,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -187,7 +188,7 @@ func hashOf(v any) string {
 //	  "revision": "mysql-exporter-5d8c7f9b2x",
 //	  "hash": "5d8c7f9b2x",
 //	  "imagelessHash": "w4b2c9d7f6",
-//	  "write": {"wasReady": true, "generation": 3},
+//	  "write": {"wasReady": true, "generation": 3, "at": "2026-05-04T10:11:12.345678Z"},
 //	  "containers": [
 //	    {"name": "exporter", "image": "prom/mysqld-exporter:v0.15.1",
 //	     "previousImageID": "docker.io/prom/mysqld-exporter@sha256:1a2b...",
@@ -224,6 +225,11 @@ type Write struct {
 	// until that reaches Generation, no container status proves anything
 	// about the written spec.
 	Generation int64 `json:"generation,omitempty"`
+	// At is when the controller wrote the images, in microseconds: the
+	// update's duration (metric sidecarset_pod_update_duration_seconds)
+	// runs from it until the pod is back, and a manager that took over
+	// since reads it here. nil in records written before it was kept.
+	At *metav1.MicroTime `json:"at,omitempty"`
 }
 
 // ContainerState is one injected container.

@@ -2,8 +2,10 @@ package rollout
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -60,5 +62,52 @@ func TestApply(t *testing.T) {
 	pod.Annotations[v1alpha1.AnnotationState] = "{not json"
 	if _, err := Apply(pod, setName, u); err == nil {
 		t.Errorf("Apply over a corrupt state annotation succeeded; want an error rather than losing other records")
+	}
+}
+
+// TestStamped: a write of images gets the time it is written in its
+// record's Write; a record-only write keeps the time of the write it
+// describes, and a settle, which forgets the write, gets none.
+func TestStamped(t *testing.T) {
+	earlier := metav1.NewMicroTime(time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC))
+	now := time.Date(2026, 5, 4, 10, 11, 12, 345678000, time.UTC)
+	stamped := metav1.NewMicroTime(now)
+	images := []ContainerImage{{Name: "exporter", Image: "exporter:v2"}}
+	tests := []struct {
+		name string
+		u    PodUpdate
+		want *revision.Write
+	}{{
+		name: "update writes images: stamped now",
+		u:    PodUpdate{Action: ActionUpdate, Containers: images, State: revision.SetState{Write: &revision.Write{WasReady: true, Generation: 3}}},
+		want: &revision.Write{WasReady: true, Generation: 3, At: &stamped},
+	}, {
+		name: "revert over an earlier write: stamped now",
+		u:    PodUpdate{Action: ActionRevertDrift, Containers: images, State: revision.SetState{Write: &revision.Write{Generation: 4, At: &earlier}}},
+		want: &revision.Write{Generation: 4, At: &stamped},
+	}, {
+		name: "record of a disruption keeps the write's time",
+		u:    PodUpdate{Action: ActionRecordDisruption, State: revision.SetState{Write: &revision.Write{WasReady: true, Generation: 3, At: &earlier}}},
+		want: &revision.Write{WasReady: true, Generation: 3, At: &earlier},
+	}, {
+		name: "settle has no write",
+		u:    PodUpdate{Action: ActionSettle},
+		want: nil,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before *revision.Write
+			if w := tt.u.State.Write; w != nil {
+				copied := *w
+				before = &copied
+			}
+			got := tt.u.Stamped(now)
+			if diff := cmp.Diff(tt.want, got.State.Write); diff != "" {
+				t.Errorf("Write (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tt.u.State.Write); diff != "" {
+				t.Errorf("Stamped modified its input (-before +after):\n%s", diff)
+			}
+		})
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sidecarset/sidecarset/api/v1alpha1"
-	"github.com/sidecarset/sidecarset/internal/revision"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
 // verdict is the part of a Pod the classification tests look at.

@@ -143,12 +143,12 @@ func isDigest(d string) bool {
 		return false
 	}
 	for _, r := range alg {
-		if !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '+' || r == '.' || r == '_' || r == '-') {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '+' && r != '.' && r != '_' && r != '-' {
 			return false
 		}
 	}
 	for _, r := range hex {
-		if !('a' <= r && r <= 'f' || '0' <= r && r <= '9') {
+		if (r < 'a' || r > 'f') && (r < '0' || r > '9') {
 			return false
 		}
 	}

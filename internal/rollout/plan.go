@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -112,6 +113,22 @@ func (u PodUpdate) RecordOnly() bool {
 	return u.Action == ActionSettle || u.Action == ActionRecordDisruption
 }
 
+// Stamped returns u with at, the time the controller writes it, kept in
+// the record's Write when u writes images (the record then holds a new
+// Write): the update's duration runs from it, whichever manager sees the
+// pod back. Record-only writes keep the time of the write they describe.
+// u is not modified.
+func (u PodUpdate) Stamped(at time.Time) PodUpdate {
+	if len(u.Containers) == 0 || u.State.Write == nil {
+		return u
+	}
+	w := *u.State.Write
+	stamp := metav1.NewMicroTime(at)
+	w.At = &stamp
+	u.State.Write = &w
+	return u
+}
+
 // PodUpdate is one pod write: the images of some sidecars and this set's
 // entry of the pod's state annotation, which must go together in one patch
 // so the record never disagrees with the spec.
@@ -144,29 +161,29 @@ type ContainerImage struct {
 type HoldReason string
 
 const (
-	// HeldByPartition: the partition keeps the pod on its revision.
+	// HeldByPartition means the partition keeps the pod on its revision.
 	HeldByPartition HoldReason = "Partition"
-	// HeldByMaxUnavailable: as many pods as maxUnavailable allows are
+	// HeldByMaxUnavailable means as many pods as maxUnavailable allows are
 	// updating or updated but not ready.
 	HeldByMaxUnavailable HoldReason = "MaxUnavailable"
-	// HeldByDisruptionBudget: a PodDisruptionBudget of the pod allows no
+	// HeldByDisruptionBudget means a PodDisruptionBudget of the pod allows no
 	// further disruption now.
 	HeldByDisruptionBudget HoldReason = "DisruptionBudget"
-	// HeldNotUpgradable: something other than an image changed; the pod
+	// HeldNotUpgradable means something other than an image changed; the pod
 	// needs a recreate.
 	HeldNotUpgradable HoldReason = "NotUpgradable"
-	// HeldPaused: updateStrategy.paused is true.
+	// HeldPaused means updateStrategy.paused is true.
 	HeldPaused HoldReason = "Paused"
-	// HeldNotUpdate: updateStrategy.type is NotUpdate.
+	// HeldNotUpdate means updateStrategy.type is NotUpdate.
 	HeldNotUpdate HoldReason = "NotUpdate"
-	// HeldInFlight: the pod's last write is not done, and the container it
+	// HeldInFlight means the pod's last write is not done, and the container it
 	// restarts runs.
 	HeldInFlight HoldReason = "InFlight"
-	// HeldByOtherRollout: another SidecarSet's rollout has the pod down
+	// HeldByOtherRollout means another SidecarSet's rollout has the pod down
 	// (Pod.DisruptedByOthers), and the write would restart a running
 	// sidecar of it: the pod goes once it is back.
 	HeldByOtherRollout HoldReason = "OtherRollout"
-	// HeldChangeInFlight: someone else changed a running sidecar's image
+	// HeldChangeInFlight means someone else changed a running sidecar's image
 	// (a hand edit) and the kubelet has not acted on it yet: its status
 	// still shows another image running. Written now, the pod would record
 	// as the container to see replaced the one the kubelet is about to
@@ -461,7 +478,10 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 			updates = append(updates, settleOf(p))
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
-			u.State.Write = &revision.Write{WasReady: true, Generation: p.Record.Write.Generation}
+			// The same write, its generation and time kept.
+			w := *p.Record.Write
+			w.WasReady = true
+			u.State.Write = &w
 			updates = append(updates, u)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -886,6 +887,8 @@ func setBackByHand(t *testing.T, v1 *v1alpha1.SidecarSet, latest Latest) Pod {
 // the same write; nothing else in it changes.
 func TestRecordDisruption(t *testing.T) {
 	pods := fleet(1, each([]opt{updating, notDisrupted}, "p01"))
+	at := metav1.NewMicroTime(time.Date(2026, 5, 4, 10, 11, 12, 345678000, time.UTC))
+	pods[0].Record.Write.At = &at
 	plan, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: strategy("0", "1")})
 	if err != nil {
 		t.Fatal(err)
@@ -894,7 +897,7 @@ func TestRecordDisruption(t *testing.T) {
 		t.Fatalf("updates %+v, want one record-only RecordDisruption", plan.Updates)
 	}
 	want := pods[0].Record
-	want.Write = &revision.Write{WasReady: true, Generation: pods[0].Record.Write.Generation}
+	want.Write = &revision.Write{WasReady: true, Generation: pods[0].Record.Write.Generation, At: &at}
 	if diff := cmp.Diff(want, plan.Updates[0].State); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}

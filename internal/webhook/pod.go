@@ -28,6 +28,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/metrics"
 	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
@@ -65,19 +66,30 @@ type PodMutator struct {
 
 var _ admission.Handler = &PodMutator{}
 
-// Handle answers one AdmissionReview for a pod.
+// Handle answers one AdmissionReview for a pod, and counts and times it
+// (internal/metrics).
 func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	// Only CREATE is registered; anything else passes through untouched.
+	// Only CREATE is registered; anything else passes through untouched,
+	// uncounted.
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
+	began := time.Now()
+	resp, res := m.handle(ctx, req)
+	metrics.Admission(time.Since(began), res, !resp.Allowed, req.DryRun != nil && *req.DryRun)
+	return resp
+}
+
+// handle answers a pod's creation, with the injection's result when it got
+// that far.
+func (m *PodMutator) handle(ctx context.Context, req admission.Request) (admission.Response, *inject.Result) {
 	pod := &corev1.Pod{}
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err))
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err)), nil
 	}
 	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers); n > MaxPodContainers {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
-			"sidecarset: pod has %d containers, more than %d; no sidecar injected", n, MaxPodContainers))
+			"sidecarset: pod has %d containers, more than %d; no sidecar injected", n, MaxPodContainers)), nil
 	}
 	// A pod created through a controller may not carry its namespace yet;
 	// the request's namespace is authoritative.
@@ -88,14 +100,14 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 
 	var sets v1alpha1.SidecarSetList
 	if err := m.Reader.List(ctx, &sets); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list SidecarSets from cache: %w", err))
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list SidecarSets from cache: %w", err)), nil
 	}
 	if len(sets.Items) == 0 {
-		return admission.Allowed("")
+		return admission.Allowed(""), nil
 	}
 	ns, warning, err := m.namespace(ctx, namespace)
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+		return admission.Errored(http.StatusInternalServerError, err), nil
 	}
 
 	ptrs := make([]*v1alpha1.SidecarSet, len(sets.Items))
@@ -123,15 +135,15 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	learned := recordAdmitted(res.Pod)
 	if !res.Changed && !learned {
-		return admission.Allowed("").WithWarnings(res.Warnings...)
+		return admission.Allowed("").WithWarnings(res.Warnings...), &res
 	}
 	out, err := json.Marshal(res.Pod)
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode injected pod: %w", err))
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode injected pod: %w", err)), &res
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("injected sidecars", "pod", klog.KRef(namespace, podName(pod)),
 		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "recordedAdmittedImages", learned, "dryRun", dryRun)
-	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(res.Warnings...)
+	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(res.Warnings...), &res
 }
 
 // recordAdmitted makes pod's records hold the sidecar images its spec
