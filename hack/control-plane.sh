@@ -4,9 +4,11 @@
 # the playground point KUBEBUILDER_ASSETS at it. A later run finds the binaries
 # and returns at once.
 #
-# `hack/control-plane.sh kubelet` builds the kubelet into the same folder too,
-# for the end-to-end tests on a real node (`make e2e`); `make test` does not
-# need it and does not wait for it.
+# `hack/control-plane.sh kubelet` builds the kubelet, kube-scheduler and
+# kube-proxy into the same folder too, for the end-to-end tests on a real node
+# (`make e2e`: a Deployment's pods need the scheduler, and pods reach Services
+# through kube-proxy's rules); `make test` does not need them and does not
+# wait for them.
 set -euo pipefail
 
 with_kubelet=false
@@ -62,6 +64,8 @@ build kube-controller-manager k8s ./kube-controller-manager "$version_flags"
 build kubectl k8s ./kubectl "$version_flags"
 if $with_kubelet; then
 	build kubelet k8s ./kubelet "$version_flags"
+	build kube-scheduler k8s ./kube-scheduler "$version_flags"
+	build kube-proxy k8s ./kube-proxy "$version_flags"
 fi
 
 echo "$dir"

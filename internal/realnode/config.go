@@ -3,12 +3,17 @@ package realnode
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
 // bridgeName and podSubnet are the CNI bridge and its private range. The
 // node holds bridgeAddress on the bridge (see addBridge), host-local keeps
-// it out of the pods' addresses, and the bridge neither routes for the pods
-// nor masquerades, so no traffic leaves the machine.
+// it out of the pods' addresses, and the pods get one route beyond their
+// subnet: the Service range, through the node, where kube-proxy's rules
+// rewrite a ClusterIP to its endpoint. They get no default route and the
+// node neither forwards nor masquerades for them (isGateway would switch
+// on IP forwarding for the whole machine), so no traffic leaves it.
 const (
 	bridgeName    = "sscni0"
 	podSubnet     = "10.88.77.0/24"
@@ -52,7 +57,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
 
 func containerdSocket(dir string) string { return filepath.Join(dir, "containerd", "containerd.sock") }
 
-// cniConfig is a bridge network with host-local addresses kept in dir.
+// cniConfig is a bridge network with host-local addresses kept in dir, and
+// a route to the Service range through the node.
 func cniConfig(dir string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
@@ -62,22 +68,30 @@ func cniConfig(dir string) string {
     "bridge": %q,
     "isGateway": false,
     "ipMasq": false,
-    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}
+    "ipam": {
+      "type": "host-local",
+      "ranges": [[{"subnet": %q, "gateway": %q}]],
+      "routes": [{"dst": %q, "gw": %q}],
+      "dataDir": %q
+    }
   }]
 }
-`, bridgeName, podSubnet, bridgeIP, filepath.Join(dir, "cni", "ipam"))
+`, bridgeName, podSubnet, bridgeIP, testenv.ServiceIPRange, bridgeIP, filepath.Join(dir, "cni", "ipam"))
 }
 
 // kubeletConfig holds the settings without which the kubelet does not run
 // here: cgroup v1 allowed, cgroupfs, no swap check, no DNS, loopback only,
 // image GC off in effect (imported images must never be collected), and
-// eviction thresholds low enough for a busy disk.
+// eviction thresholds low enough for a busy disk. It makes no iptables
+// chains (KUBE-IPTABLES-HINT, KUBE-KUBELET-CANARY, KUBE-FIREWALL with its
+// DROP rule): it would never remove them from the machine.
 func kubeletConfig(dir string, port, healthzPort int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
 failSwapOn: false
+makeIPTablesUtilChains: false
 resolvConf: ""
 address: 127.0.0.1
 port: %d

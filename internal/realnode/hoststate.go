@@ -2,15 +2,22 @@ package realnode
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
 
+// chainCounters are the packet and byte counters on a chain line of
+// iptables-save (":INPUT ACCEPT [12:3456]").
+var chainCounters = regexp.MustCompile(` \[[0-9]+:[0-9]+\]$`)
+
 // HostState is what a real node could leave behind on the machine: mounts,
 // network interfaces, the pods' cgroups, node folders, entries in the fixed
-// folders the kubelet, containerd and CNI write to, and their processes.
-// Taken before Start and after Stop, the two must be equal.
+// folders the kubelet, containerd and CNI write to, iptables rules (IPv4
+// and IPv6, see iptablesRules), and their processes. Taken before New and
+// after Stop, the two must be equal.
 func HostState() map[string][]string {
 	state := map[string][]string{}
 	if data, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
@@ -35,7 +42,15 @@ func HostState() map[string][]string {
 			return nil
 		})
 	}
-	node := []string{"containerd", "containerd-shim-runc-v2", "kubelet", "runc"}
+	for _, bin := range []string{"iptables-save", "ip6tables-save"} {
+		out, err := exec.Command(bin).Output()
+		if err != nil {
+			state[bin] = []string{"failed: " + err.Error()}
+			continue
+		}
+		state[bin] = iptablesRules(string(out))
+	}
+	node := []string{"containerd", "containerd-shim-runc-v2", "kubelet", "kube-proxy", "kube-scheduler", "runc"}
 	for _, pid := range dirNames("/proc") {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
 		if err != nil || len(cmdline) == 0 {
@@ -57,4 +72,18 @@ func dirNames(dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// iptablesRules are the lines of iptables-save's output that say what is
+// set up: without comments (they carry the time) and without the counters
+// on chain lines.
+func iptablesRules(save string) []string {
+	var rules []string
+	for _, line := range strings.Split(save, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rules = append(rules, chainCounters.ReplaceAllString(line, ""))
+	}
+	return rules
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,9 +28,10 @@ import (
 const killedChildEnv = "SIDECARSET_REALNODE_KILLED_CHILD"
 
 // TestKilledNodeRecovers starts a control plane and a node running a pod
-// in a child process, SIGKILLs the child, and checks that the kubelet and
-// containerd died with it and that RecoverLeftovers then leaves the machine
-// as it was before (HostState) and ends the child's etcd and
+// in a child process, SIGKILLs the child, and checks that the kubelet,
+// kube-scheduler, kube-proxy and containerd died with it and that
+// RecoverLeftovers then leaves the machine as it was before (HostState:
+// kube-proxy's iptables rules gone too) and ends the child's etcd and
 // kube-apiserver. It runs a real node: only with SIDECARSET_NODES=real
 // (the variable `make e2e` sets for the real-node suites), as root.
 func TestKilledNodeRecovers(t *testing.T) {
@@ -93,8 +95,11 @@ func TestKilledNodeRecovers(t *testing.T) {
 	if diff := cmp.Diff([]string{"kube-apiserver", "etcd"}, names); diff != "" {
 		t.Errorf("the node recorded its owner's control plane (-want +got):\n%s", diff)
 	}
-	if !st.Bridge || !st.Kubepods {
-		t.Errorf("the node recorded bridge %v, kubepods %v; want it to own both", st.Bridge, st.Kubepods)
+	if !st.Bridge || !st.Kubepods || st.Proxy == "" {
+		t.Errorf("the node recorded bridge %v, kubepods %v, kube-proxy %q; want it to own all three", st.Bridge, st.Kubepods, st.Proxy)
+	}
+	if checkNoProxyRules(context.Background()) == nil {
+		t.Error("no kube-proxy chains while the node runs: the check that recovery removes kube-proxy's rules would prove nothing")
 	}
 	if diff := cmp.Diff(before, HostState()); diff == "" {
 		t.Fatal("the running node shows nothing on the machine: the comparison after recovery would prove nothing")
@@ -150,18 +155,30 @@ func readyDir(out io.Reader) (string, error) {
 			return dir, nil
 		}
 	}
-	return "", fmt.Errorf("the child exited before its node was ready: %v", lines.Err())
+	if err := lines.Err(); err != nil {
+		return "", fmt.Errorf("read the child's output: %w", err)
+	}
+	return "", errors.New("the child exited before its node was ready")
 }
 
 // runKilledChild starts a control plane, a node and a pod on it, says
 // where the node runs, and waits to be killed.
 func runKilledChild(t *testing.T) {
 	testenv.SetLogger()
-	env, err := testenv.Start(testenv.Options{APIServerFlags: APIServerFlags()})
+	ctx := context.Background()
+	assets, err := testenv.Assets()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	const image = "sidecarset.test/busybox:v1"
+	node, err := New(ctx, Options{Assets: assets, Images: []Image{{Ref: image, Version: "v1"}}, Output: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(testenv.Options{APIServerFlags: APIServerFlags(), ServingAddress: APIServerAddress})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -171,13 +188,7 @@ func runKilledChild(t *testing.T) {
 	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	assets, err := testenv.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const image = "sidecarset.test/busybox:v1"
-	node, err := Start(ctx, Options{Assets: assets, KubeConfig: env.KubeConfig, Images: []Image{{Ref: image, Version: "v1"}}, Output: os.Stderr})
-	if err != nil {
+	if err := node.Join(ctx, env.KubeConfig); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{

@@ -6,7 +6,7 @@ import (
 )
 
 // FitPod fits a pod's spec to the node. A pod is bound to it from the start
-// (no scheduler runs), every image is local (imagePullPolicy Never: a
+// (it need not wait for kube-scheduler), every image is local (imagePullPolicy Never: a
 // missing image never sends a pull off the machine), there is no cluster
 // DNS, no service-account token, and containers get two seconds to stop.
 func FitPod(spec *corev1.PodSpec) {

@@ -2,6 +2,7 @@ package realnode
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,10 @@ import (
 
 	"github.com/sidecarset/sidecarset/internal/childproc"
 )
+
+// errExitedCleanly is how a child that exited with status 0 before it was
+// ready exited: exec reports no error for it.
+var errExitedCleanly = errors.New("exit status 0")
 
 // process is a child the node started, in its own process group, which the
 // kernel kills when this process dies (childproc).
@@ -175,14 +180,22 @@ func removeKubepods() error {
 	return errors.Join(errs...)
 }
 
+// shimSocketDir is where containerd 1.6 puts its shims' sockets, for
+// every containerd on the machine whatever its own state folder.
+const shimSocketDir = "/run/containerd/s"
+
 // killShims kills the containerd-shim-runc-v2 processes serving this
-// node's containerd, found by the socket on their command lines.
-func killShims(socket string) error {
+// node's containerd, found by the socket on their command lines, and
+// removes their sockets in shimSocketDir: a shim killed with SIGKILL
+// leaves its socket behind. The sockets of other containerds' shims stay.
+func killShims(dir string) error {
+	socket := containerdSocket(dir)
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return fmt.Errorf("list processes: %w", err)
 	}
 	var shims []int
+	sockets := bundleSockets(dir)
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
 		if err != nil {
@@ -192,10 +205,16 @@ func killShims(socket string) error {
 		if err != nil {
 			continue
 		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 0 && filepath.Base(args[0]) == "containerd-shim-runc-v2" && slices.Contains(args, socket) {
+		args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+		if filepath.Base(args[0]) != "containerd-shim-runc-v2" {
+			continue
+		}
+		if address, namespace, id := shimArgs(args[1:]); address == socket {
 			shims = append(shims, pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if namespace != "" && id != "" {
+				sockets = append(sockets, shimSocket(address, namespace, id))
+			}
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -207,7 +226,55 @@ func killShims(socket string) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return nil
+	var errs []error
+	for _, s := range sockets {
+		if err := os.Remove(s); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove shim socket: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// shimArgs reads a shim's -address, -namespace and -id flags, given as
+// "-flag value" or "-flag=value".
+func shimArgs(args []string) (address, namespace, id string) {
+	values := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		name, value, found := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") {
+			continue
+		}
+		if !found && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			value = args[i+1]
+			i++
+		}
+		values[name] = value
+	}
+	return values["address"], values["namespace"], values["id"]
+}
+
+// shimSocket is the socket containerd 1.6 gives a shim: named by the
+// sha256 of its containerd's address, namespace and id.
+func shimSocket(address, namespace, id string) string {
+	return filepath.Join(shimSocketDir, fmt.Sprintf("%x", sha256.Sum256([]byte(filepath.Join(address, namespace, id)))))
+}
+
+// bundleSockets are the shim sockets written in the task bundles in the
+// node's containerd state (their "address" files), for shims that are
+// gone already; only sockets in shimSocketDir count.
+func bundleSockets(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "containerd", "state", "io.containerd.runtime.v2.task", "*", "*", "address"))
+	var sockets []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if s := strings.TrimPrefix(strings.TrimSpace(string(data)), "unix://"); filepath.Dir(s) == shimSocketDir {
+			sockets = append(sockets, s)
+		}
+	}
+	return sockets
 }
 
 // mountsUnder lists the mount points at or below dir, deepest first.
@@ -283,7 +350,9 @@ type outsidePath struct {
 	Before map[string]bool `json:"before,omitempty"`
 }
 
-// outsidePaths are the fixed folders outside the node's own.
+// outsidePaths are the fixed folders outside the node's own. The shims'
+// sockets in shimSocketDir, which other containerds share, are removed by
+// killShims.
 var outsidePaths = []string{
 	"/var/log/containers",
 	"/var/lib/kubelet/device-plugins",

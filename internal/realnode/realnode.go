@@ -1,13 +1,16 @@
 // Package realnode runs a real node against a testenv control plane: the
-// kubelet v1.37.2 that `hack/control-plane.sh kubelet` builds, containerd,
-// runc and the CNI bridge plugin from Debian, and test images built locally
-// (busybox, and with it the exporter of test/images/exporter).
-// Everything it runs lives in one folder of its own; Stop ends its processes
-// by PID, unmounts what they mounted and removes what they created. It needs
-// root and a Debian machine.
+// kubelet, kube-scheduler and kube-proxy v1.37.2 that `hack/control-plane.sh
+// kubelet` builds, containerd, runc and the CNI bridge plugin from Debian,
+// and test images built locally (busybox, and with it the exporter of
+// test/images/exporter). Everything it runs lives in one folder of its own;
+// Stop ends its processes by PID, unmounts what they mounted and removes what
+// they created, kube-proxy's iptables rules included. It needs root and a
+// Debian machine; docs/real-node.md says what a single machine needs and
+// why.
 package realnode
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,29 +38,41 @@ import (
 // off the machine.
 const NodeName = "localhost"
 
+// APIServerAddress is the address kube-apiserver listens on and
+// advertises for a real node (testenv.Options.ServingAddress): the node's
+// own address on the pods' bridge, which New creates before the control
+// plane starts. Pods reach it through the `kubernetes` Service (kube-proxy
+// rewrites the ClusterIP to it); they cannot reach loopback.
+const APIServerAddress = bridgeIP
+
 // APIServerFlags are the kube-apiserver flags a real node needs (see
 // testenv.Options.APIServerFlags).
 func APIServerFlags() map[string]string {
 	return map[string]string{
 		"kubelet-preferred-address-types": "Hostname",
-		// Loopback is not allowed as an endpoint address: without this
-		// the apiserver advertising 127.0.0.1 exits.
-		"endpoint-reconciler-type": "none",
+		// Webhooks and aggregated APIs behind a Service are called at an
+		// endpoint (pod IP and target port), which the node routes to
+		// over the bridge, rather than at the ClusterIP.
+		"enable-aggregator-routing": "true",
+		// envtest disables the ServiceAccount admission plugin, which
+		// gives a pod its ServiceAccount token volume: without it a
+		// Deployment's pods get no token and cannot reach the apiserver.
+		"disable-admission-plugins": "",
 	}
 }
 
 // packages are the Debian packages the node runs on.
 var packages = []string{"containerd", "runc", "containernetworking-plugins", "busybox-static"}
 
-// Options says what the node runs and how it reaches the apiserver.
+// Options says what the node runs.
 type Options struct {
-	// Assets is the folder with the kubelet binary (KUBEBUILDER_ASSETS).
+	// Assets is the folder with the kubelet, kube-scheduler and
+	// kube-proxy binaries (KUBEBUILDER_ASSETS).
 	Assets string
-	// KubeConfig reaches the apiserver; the kubelet registers with it.
-	KubeConfig []byte
 	// Images are built and imported before the kubelet starts.
 	Images []Image
-	// Output receives containerd's and the kubelet's logs; nil discards them.
+	// Output receives the logs of containerd, the kubelet, kube-scheduler
+	// and kube-proxy; nil discards them.
 	Output io.Writer
 }
 
@@ -71,9 +86,13 @@ type Node struct {
 	Digests map[string]string
 
 	dir        string
+	assets     string
+	out        io.Writer
 	client     kubernetes.Interface
 	containerd *process
 	kubelet    *process
+	scheduler  *process
+	proxy      *process
 	state      state
 	// exporterBin is the exporter, once an image asked for it.
 	exporterBin string
@@ -90,7 +109,7 @@ type state struct {
 	// a later process.
 	Owner      int    `json:"owner"`
 	OwnerStart uint64 `json:"ownerStart,omitempty"`
-	// PIDs are the node's processes, kubelet last.
+	// PIDs are the node's processes, kube-proxy last.
 	PIDs    []int          `json:"pids"`
 	Outside []*outsidePath `json:"outside"`
 	// Bridge: the node created the pods' bridge, which did not exist
@@ -106,6 +125,15 @@ type state struct {
 	// (envtest starts them without a parent-death signal), and a later
 	// RecoverLeftovers ends them.
 	ControlPlane []proc `json:"controlPlane,omitempty"`
+	// Proxy is the kube-proxy binary, once the node started it: no
+	// kube-proxy chains existed before (checkNoProxyRules, under the
+	// machine lock), so those there now are its own, and teardown removes
+	// them once the process is gone (cleanUpProxy).
+	Proxy string `json:"proxy,omitempty"`
+	// ProxyFirewall are the IP families whose filter table had no chain
+	// KUBE-FIREWALL when kube-proxy started: kube-proxy creates it there,
+	// and teardown removes it.
+	ProxyFirewall []string `json:"proxyFirewall,omitempty"`
 }
 
 const (
@@ -126,8 +154,8 @@ func (n *Node) saveState() error {
 }
 
 // start starts one of the node's processes and records its PID.
-func (n *Node) start(out io.Writer, name, bin string, args ...string) (*process, error) {
-	p, err := startProcess(out, name, bin, args...)
+func (n *Node) start(name, bin string, args ...string) (*process, error) {
+	p, err := startProcess(n.out, name, bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -135,25 +163,28 @@ func (n *Node) start(out io.Writer, name, bin string, args ...string) (*process,
 	return p, n.saveState()
 }
 
-// Start installs the packages when missing, builds and imports the images,
-// and starts containerd and the kubelet; it returns once the node is Ready.
-// Stop it with Stop, also when Start failed.
-func Start(ctx context.Context, opts Options) (_ *Node, err error) {
+// New prepares a node before its control plane starts: it installs the
+// packages when missing, creates the pods' bridge with APIServerAddress on
+// it (the apiserver listens there), starts containerd and imports the
+// images. Join then starts the kubelet, kube-scheduler and kube-proxy
+// against the apiserver. Stop it with Stop, also when New or Join failed.
+func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("a real node needs root (containerd, runc, mounts, cgroups): run `make e2e` as root")
+		return nil, errors.New("a real node needs root (containerd, runc, mounts, cgroups, iptables): run `make e2e` as root")
 	}
 	if err := acquire(ctx, opts.Output); err != nil {
 		return nil, err
 	}
-	// Held until Stop; given back here if Start fails.
+	// Held until Stop; given back here if New fails.
 	defer func() {
 		if err != nil {
 			release()
 		}
 	}()
-	kubelet := filepath.Join(opts.Assets, "kubelet")
-	if _, err := os.Stat(kubelet); err != nil {
-		return nil, fmt.Errorf("no kubelet in %s (run `hack/control-plane.sh kubelet`): %w", opts.Assets, err)
+	for _, bin := range []string{"kubelet", "kube-scheduler", "kube-proxy"} {
+		if _, err := os.Stat(filepath.Join(opts.Assets, bin)); err != nil {
+			return nil, fmt.Errorf("no %s in %s (run `hack/control-plane.sh kubelet`): %w", bin, opts.Assets, err)
+		}
 	}
 	if err := RecoverLeftovers(); err != nil {
 		return nil, err
@@ -161,19 +192,14 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := checkNoKubepods(); err != nil {
 		return nil, err
 	}
+	if err := checkNoProxyRules(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
 		return nil, fmt.Errorf("network interface %s exists: another node uses it, or one left it behind (`ip link delete %s` once no node runs)", bridgeName, bridgeName)
 	}
 	if err := EnsurePackages(ctx, opts.Output); err != nil {
 		return nil, err
-	}
-	restCfg, err := clientcmd.RESTConfigFromKubeConfig(opts.KubeConfig)
-	if err != nil {
-		return nil, fmt.Errorf("read the kubeconfig: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("client for the apiserver: %w", err)
 	}
 	// A short folder: containerd's socket path must stay within 108 bytes.
 	dir, err := os.MkdirTemp("", dirPattern)
@@ -184,12 +210,15 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{dir: dir, client: cs, state: state{
-		Owner:        owner.PID,
-		OwnerStart:   owner.Start,
-		Outside:      watchOutside(),
-		Kubepods:     true,
-		ControlPlane: controlPlaneChildren(),
+	out := opts.Output
+	if out == nil {
+		out = io.Discard
+	}
+	n := &Node{dir: dir, assets: opts.Assets, out: out, state: state{
+		Owner:      owner.PID,
+		OwnerStart: owner.Start,
+		Outside:    watchOutside(),
+		Kubepods:   true,
 	}}
 	defer func() {
 		if err != nil {
@@ -207,7 +236,6 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	files := map[string]string{
 		"containerd/config.toml":       containerdConfig(dir),
 		"cni/net.d/10-bridge.conflist": cniConfig(dir),
-		"kubelet/kubeconfig":           string(opts.KubeConfig),
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
@@ -217,12 +245,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := n.addBridge(ctx); err != nil {
 		return nil, err
 	}
-
-	out := opts.Output
-	if out == nil {
-		out = io.Discard
-	}
-	if n.containerd, err = n.start(out, "containerd", "containerd", "--config", filepath.Join(dir, "containerd", "config.toml")); err != nil {
+	if n.containerd, err = n.start("containerd", "containerd", "--config", filepath.Join(dir, "containerd", "config.toml")); err != nil {
 		return nil, err
 	}
 	if err := n.waitContainerd(ctx); err != nil {
@@ -232,34 +255,85 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := n.Import(ctx, append([]Image{{Ref: pauseRef, Version: "pause"}}, opts.Images...)...); err != nil {
 		return nil, err
 	}
-
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	healthz, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	config := filepath.Join(dir, "kubelet", "config.yaml")
-	if err := os.WriteFile(config, []byte(kubeletConfig(dir, port, healthz)), 0o600); err != nil {
-		return nil, err
-	}
-	n.kubelet, err = n.start(out, "kubelet", kubelet,
-		"--config="+config,
-		"--kubeconfig="+filepath.Join(dir, "kubelet", "kubeconfig"),
-		"--hostname-override="+NodeName,
-		"--root-dir="+filepath.Join(dir, "kubelet"),
-		"--cert-dir="+filepath.Join(dir, "kubelet", "pki"),
-	)
-	if err != nil {
-		return nil, err
-	}
-	if err := n.waitReady(ctx); err != nil {
-		return nil, err
-	}
 	n.locked = true
 	return n, nil
+}
+
+// Join starts the kubelet, kube-scheduler and kube-proxy against the
+// apiserver kubeconfig reaches, and returns once the node is Ready and
+// kube-proxy has written its rules. The control plane runs by now: Join
+// records its processes, which a later RecoverLeftovers ends should this
+// process be killed.
+func (n *Node) Join(ctx context.Context, kubeconfig []byte) error {
+	restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return fmt.Errorf("read the kubeconfig: %w", err)
+	}
+	if n.client, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return fmt.Errorf("client for the apiserver: %w", err)
+	}
+	n.state.ControlPlane = controlPlaneChildren()
+	if err := n.saveState(); err != nil {
+		return err
+	}
+	kc := filepath.Join(n.dir, "kubeconfig")
+	if err := os.WriteFile(kc, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	ports := make([]int, 5)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	kubeletPort, kubeletHealthz, schedulerPort, proxyHealthz, proxyMetrics := ports[0], ports[1], ports[2], ports[3], ports[4]
+	configs := map[string]string{
+		"kubelet/config.yaml": kubeletConfig(n.dir, kubeletPort, kubeletHealthz),
+		"kube-proxy.yaml":     proxyConfig(kc, proxyHealthz, proxyMetrics),
+	}
+	for name, content := range configs {
+		if err := os.WriteFile(filepath.Join(n.dir, name), []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	n.kubelet, err = n.start("kubelet", filepath.Join(n.assets, "kubelet"),
+		"--config="+filepath.Join(n.dir, "kubelet", "config.yaml"),
+		"--kubeconfig="+kc,
+		"--hostname-override="+NodeName,
+		"--root-dir="+filepath.Join(n.dir, "kubelet"),
+		"--cert-dir="+filepath.Join(n.dir, "kubelet", "pki"),
+	)
+	if err != nil {
+		return err
+	}
+	n.scheduler, err = n.start("kube-scheduler", filepath.Join(n.assets, "kube-scheduler"),
+		"--kubeconfig="+kc,
+		"--authentication-kubeconfig="+kc,
+		"--authorization-kubeconfig="+kc,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", schedulerPort),
+	)
+	if err != nil {
+		return err
+	}
+	// Recorded before it starts: its rules may be written as soon as it
+	// runs.
+	n.state.Proxy = filepath.Join(n.assets, "kube-proxy")
+	if n.state.ProxyFirewall, err = withoutFirewall(ctx); err != nil {
+		return err
+	}
+	if err := n.saveState(); err != nil {
+		return err
+	}
+	n.proxy, err = n.start("kube-proxy", n.state.Proxy, "--config="+filepath.Join(n.dir, "kube-proxy.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	return n.waitProxy(ctx, proxyHealthz)
 }
 
 // Import builds images and imports them; an image already on the node under
@@ -289,6 +363,31 @@ func (n *Node) Import(ctx context.Context, images ...Image) error {
 	}
 	maps.Copy(n.ImageIDs, ids)
 	maps.Copy(n.Digests, digests)
+	return nil
+}
+
+// ImportArchive imports the images of an OCI image-layout tarball, named by
+// its index's io.containerd.image.name annotations (what `ctr images
+// import` reads), such as a release image built for the node.
+func (n *Node) ImportArchive(ctx context.Context, path string) error {
+	if err := n.ctr(ctx, "-n", "k8s.io", "images", "import", path); err != nil {
+		return fmt.Errorf("import images from %s: %w", path, err)
+	}
+	return nil
+}
+
+// KillContainer kills a running container with SIGKILL through
+// containerd, as a crash would end it: containerID is a container status's
+// containerID ("containerd://<id>"). The kubelet then restarts it as the
+// pod's restartPolicy says.
+func (n *Node) KillContainer(ctx context.Context, containerID string) error {
+	id, ok := strings.CutPrefix(containerID, "containerd://")
+	if !ok || id == "" {
+		return fmt.Errorf("container ID %q: want containerd://<id>", containerID)
+	}
+	if err := n.ctr(ctx, "-n", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+		return fmt.Errorf("kill container %s: %w", id, err)
+	}
 	return nil
 }
 
@@ -322,12 +421,12 @@ func EnsurePackages(ctx context.Context, out io.Writer) error {
 }
 
 // addBridge makes the pods' bridge before the CNI plugin would, with the
-// node's address on the pods' subnet, so that the kubelet's HTTP and TCP
-// probes and the apiserver's pod proxy reach the pods on it. Without an
-// address there, connections to pod IPs follow the default route off the
-// machine. The pods still get no default route (isGateway false) and the
-// node forwards nothing for them. Once it exists the node's state says it
-// made it, and Stop deletes it.
+// node's address on the pods' subnet: the apiserver listens there
+// (APIServerAddress), and the kubelet's HTTP and TCP probes, the
+// apiserver's pod proxy and its webhook calls reach the pods over it.
+// Without an address there, connections to pod IPs follow the default
+// route off the machine. Once it exists the node's state says it made it,
+// and Stop deletes it.
 func (n *Node) addBridge(ctx context.Context) error {
 	for i, args := range [][]string{
 		{"link", "add", "name", bridgeName, "type", "bridge"},
@@ -371,7 +470,7 @@ func (n *Node) ctr(ctx context.Context, args ...string) error {
 func (n *Node) waitContainerd(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		if n.containerd.hasExited() {
-			return false, fmt.Errorf("containerd exited: %v", n.containerd.err)
+			return false, fmt.Errorf("containerd exited: %w", cmp.Or(n.containerd.err, errExitedCleanly))
 		}
 		return n.ctr(ctx, "version") == nil, nil
 	})
@@ -384,11 +483,11 @@ func (n *Node) waitContainerd(ctx context.Context) error {
 func (n *Node) waitReady(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		if n.kubelet.hasExited() {
-			return false, fmt.Errorf("kubelet exited: %v", n.kubelet.err)
+			return false, fmt.Errorf("kubelet exited: %w", cmp.Or(n.kubelet.err, errExitedCleanly))
 		}
 		node, err := n.client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: the poll tries again
 		}
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {
@@ -403,16 +502,28 @@ func (n *Node) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// Stop deletes the node's pods, stops the kubelet, kills what is left in
-// the pods' cgroups, stops containerd and its shims, unmounts and removes
-// everything the node created, and only that. Stop it before the
-// apiserver.
-func (n *Node) Stop() error {
-	var errs []error
+// Leave stops what depends on the apiserver: kube-scheduler, then the
+// node's pods (deleted, and stopped by the kubelet), the kubelet and
+// kube-proxy. A control plane that listens on the node's address
+// (APIServerAddress) stops after Leave and before Stop, which deletes that
+// address with the bridge. Calling it again does nothing.
+func (n *Node) Leave() error {
+	var err error
+	n.scheduler.stop(10 * time.Second)
 	if n.kubelet != nil && !n.kubelet.hasExited() {
-		errs = append(errs, n.deletePods())
+		err = n.deletePods()
 	}
 	n.kubelet.stop(10 * time.Second)
+	n.proxy.stop(10 * time.Second)
+	return err
+}
+
+// Stop leaves (Leave, if not done yet), kills what is left in the pods'
+// cgroups, stops containerd and its shims, removes kube-proxy's rules,
+// unmounts and removes everything the node created, the bridge included,
+// and only that.
+func (n *Node) Stop() error {
+	errs := []error{n.Leave()}
 	if n.state.Kubepods {
 		errs = append(errs, killKubepods())
 	}

@@ -18,10 +18,13 @@ import (
 
 // cleanUp removes what a node left once its processes are gone: shims,
 // mounts, what it created in the fixed folders outside its own, and its
-// folder; the bridge and the pods' cgroups only when its state says it
-// created them.
+// folder; kube-proxy's rules, the bridge and the pods' cgroups only when
+// its state says it created them.
 func cleanUp(dir string, st state) error {
-	errs := []error{killShims(containerdSocket(dir)), unmount(dir, st.Outside)}
+	errs := []error{killShims(dir), unmount(dir, st.Outside)}
+	if st.Proxy != "" {
+		errs = append(errs, cleanUpProxy(st.ProxyFirewall))
+	}
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil && st.Bridge {
 		if out, err := exec.Command("ip", "link", "delete", bridgeName).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("delete bridge %s: %w: %s", bridgeName, err, out))
@@ -33,10 +36,13 @@ func cleanUp(dir string, st state) error {
 	for _, o := range st.Outside {
 		errs = append(errs, o.remove())
 	}
-	if mounts, err := mountsUnder(dir); err != nil || len(mounts) > 0 {
-		// Removing a folder with a mount inside would delete what is mounted.
-		errs = append(errs, fmt.Errorf("keep %s: still mounted: %v %v", dir, mounts, err))
-	} else {
+	// Removing a folder with a mount inside would delete what is mounted.
+	switch mounts, err := mountsUnder(dir); {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("keep %s: list the mounts under it: %w", dir, err))
+	case len(mounts) > 0:
+		errs = append(errs, fmt.Errorf("keep %s: still mounted: %v", dir, mounts))
+	default:
 		errs = append(errs, os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
@@ -78,7 +84,8 @@ func RecoverLeftovers() error {
 		if st.Owner != 0 && !ownOwner && ownerAlive(st) {
 			return fmt.Errorf("process %d runs a real node (%s) on this machine: one at a time", st.Owner, dir)
 		}
-		// The kubelet first, so that it restarts no container.
+		// The last started first: kube-proxy, kube-scheduler, then the
+		// kubelet, so that it restarts no container, and containerd.
 		slices.Reverse(st.PIDs)
 		for _, pid := range st.PIDs {
 			killIfRunsIn(pid, dir)
@@ -263,9 +270,10 @@ func controlPlaneChildren() []proc {
 	return found
 }
 
-// envtestDirs picks from a control-plane command line the folders envtest
-// made for it: a --data-dir or --cert-dir directly in the temporary
-// folder, named k8s_test_framework_*.
+// envtestDirs picks from a control-plane command line the folders made for
+// it: a --data-dir or --cert-dir directly in the temporary folder, named
+// k8s_test_framework_* (envtest's) or sidecarset-testenv-* (testenv's, which
+// holds the apiserver's certificates when it serves a real node).
 func envtestDirs(args []string) []string {
 	var dirs []string
 	for i, a := range args {
@@ -279,10 +287,16 @@ func envtestDirs(args []string) []string {
 			default:
 				continue
 			}
-			if filepath.Dir(v) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(v), "k8s_test_framework_") && !slices.Contains(dirs, v) {
+			if filepath.Dir(v) == filepath.Clean(os.TempDir()) && controlPlaneDir(filepath.Base(v)) && !slices.Contains(dirs, v) {
 				dirs = append(dirs, v)
 			}
 		}
 	}
 	return dirs
+}
+
+// controlPlaneDir says whether a folder's name is one envtest or testenv
+// gives a control plane's folders.
+func controlPlaneDir(name string) bool {
+	return strings.HasPrefix(name, "k8s_test_framework_") || strings.HasPrefix(name, "sidecarset-testenv-")
 }

@@ -100,6 +100,7 @@ func TestEnvtestDirs(t *testing.T) {
 		{"apiserver, flag and value apart", []string{"kube-apiserver", "--cert-dir", "/tmp/k8s_test_framework_2"}, []string{"/tmp/k8s_test_framework_2"}},
 		{"both flags, one folder", []string{"x", "--cert-dir=/tmp/k8s_test_framework_3", "--data-dir=/tmp/k8s_test_framework_3"}, []string{"/tmp/k8s_test_framework_3"}},
 		{"a folder of someone else", []string{"etcd", "--data-dir=/var/lib/etcd"}, nil},
+		{"apiserver serving a real node", []string{"kube-apiserver", "--cert-dir=/tmp/sidecarset-testenv-5"}, []string{"/tmp/sidecarset-testenv-5"}},
 		{"deeper than the temporary folder", []string{"etcd", "--data-dir=/tmp/x/k8s_test_framework_4"}, nil},
 		{"another name", []string{"etcd", "--data-dir=/tmp/etcd-data"}, nil},
 		{"a flag without value", []string{"etcd", "--data-dir"}, nil},
