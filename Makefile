@@ -5,11 +5,23 @@ SHELL := /usr/bin/env bash
 
 GO ?= go
 CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/codegen/go.mod controller-gen
+# golangci-lint, built from the version hack/tools/lint pins; it runs
+# inside each module.
+GOLANGCI_LINT := $(CURDIR)/bin/golangci-lint
+# Every Go module of the repository, found by its go.mod. Of those holding
+# Go code of their own (the others only pin tools), the ones under
+# hack/tools build the control plane and are linted with
+# hack/control-plane.sh's build settings, so that the packages it compiled
+# (all of Kubernetes, for the kubelet) serve again.
+MODULES := $(patsubst %/,%,$(dir $(shell git ls-files -co --exclude-standard -- ':(glob)**/go.mod')))
+CODE_MODULES := $(foreach m,$(MODULES),$(if $(shell git ls-files -co --exclude-standard -- '$(m)/*.go' | head -n1),$(m)))
+LINT_MODULES := $(filter-out hack/tools/%,$(CODE_MODULES))
+LINT_TOOL_MODULES := $(filter hack/tools/%,$(CODE_MODULES))
 # The control-plane binaries are built once per version, outside the work tree.
 ASSETS = $(shell hack/control-plane.sh)
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build test e2e unit bench verify generate manifests fmt vet playground control-plane clean
+.PHONY: all build test e2e unit bench verify verify-fmt verify-tidy verify-imports verify-generated lint shellcheck tidy generate manifests fmt vet playground control-plane image dist clean
 
 all: build
 
@@ -25,17 +37,19 @@ test: control-plane
 	@echo "integration suite again, with simulated image pulls and container starts that take time"
 	SIDECARSET_SIM_DELAY=400ms KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/...
 	cd test/chart && $(GO) test -count=1 ./...
+	cd test/krew && $(GO) test -count=1 ./...
 
 ## e2e: the end-to-end tests on a real node (the kubelet built from source,
 ## containerd and runc from Debian); needs root on Debian. The first run builds
 ## the kubelet and installs the packages. test/e2e holds what only a real node
-## shows; then the whole-loop suite and the command-line tests run again, on
-## the real node. One real node at a time: the packages run one after the
-## other.
+## shows, test/install installs the chart there with Helm; then the
+## whole-loop suite and the command-line tests run again, on the real node.
+## One real node at a time: the packages run one after the other.
 e2e:
 	@hack/control-plane.sh kubelet >/dev/null
 	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -tags e2e $(TEST_FLAGS) ./test/e2e/...
 	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) -run TestKilledNodeRecovers ./internal/realnode/...
+	cd test/install && KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -tags e2e $(TEST_FLAGS) ./...
 	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/...
 	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./internal/cli/...
 	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) -run TestPlaygroundWithDemo ./internal/playground/...
@@ -50,27 +64,72 @@ generate:
 
 # Descriptions are left out of the CRD so that a client-side `kubectl apply`
 # fits its last-applied annotation (256 KiB); the Go types document the fields.
-# The Helm chart ships copies of the CRD and the RBAC roles.
+# The Helm chart ships copies of the CRD, the RBAC roles and the optional
+# admission policy.
 manifests:
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager/... output:rbac:artifacts:config=config/rbac
 	cp config/crd/*.yaml charts/sidecarset/crds/
 	cp config/rbac/role.yaml charts/sidecarset/files/role.yaml
+	cp config/policy/restrict-sidecars.yaml charts/sidecarset/files/restrict-sidecars.yaml
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 vet:
 	$(GO) vet ./...
-
-## verify: gofmt, go vet, go.mod tidy, and generated code and CRDs up to date.
-verify:
-	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
-	$(GO) mod tidy -diff
-	cd test/chart && $(GO) vet ./... && $(GO) mod tidy -diff
-	hack/verify-generated.sh
+	cd test/chart && $(GO) vet ./...
+	cd test/krew && $(GO) vet ./...
+	cd test/install && $(GO) vet -tags e2e ./...
+
+## verify: gofmt, go vet, golangci-lint and shellcheck, go.mod tidy in every
+## module, the pure packages' imports, and generated code and CRDs up to date.
+verify: verify-fmt vet lint shellcheck verify-tidy verify-imports verify-generated
+
+verify-fmt:
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## lint: golangci-lint (.golangci.yaml) over every module with Go code, the
+## end-to-end tests included.
+lint:
+	@$(GO) build -modfile=hack/tools/lint/go.mod -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	@for m in $(LINT_MODULES); do echo "golangci-lint in $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
+	@for m in $(LINT_TOOL_MODULES); do echo "golangci-lint in $$m"; (cd $$m && CGO_ENABLED=0 GOFLAGS="$$($(GO) env GOFLAGS) -trimpath" $(GOLANGCI_LINT) run ./...) || exit 1; done
+
+## shellcheck: the scripts under hack/ and .ci/; installs shellcheck when missing.
+shellcheck:
+	@hack/shellcheck.sh
+
+verify-tidy:
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "$$m/go.mod is not tidy; run 'make tidy' and commit" >&2; exit 1; }; done
+
+tidy:
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy); done
+
+# The packages that decide without a cluster must not depend on a client.
+verify-imports:
+	$(GO) run ./hack/importguard
+
+verify-generated:
+	@hack/verify-generated.sh
+
+## image: the sidecarset-manager image, built without Docker and without a base
+## image, into IMAGE_TAR (default bin/image/sidecarset-manager.tar): an OCI layout
+## for `ctr -n k8s.io images import` (checked by hand on the real node) and
+## `kind load image-archive`, with a docker-save manifest.json for `docker load`
+## (both only read back with go-containerregistry here). Named IMAGE_REPO:IMAGE_TAG
+## (default ghcr.io/sidecarset/sidecarset-manager:<appVersion of the chart>, what
+## the chart installs); prints "reference", "digest" and "archive" lines.
+## IMAGE_PLATFORMS=linux/amd64,linux/arm64 adds platforms to the index;
+## IMAGE_PUSH=registry/repo also pushes it; SOURCE_DATE_EPOCH (default: the
+## commit time of HEAD) dates every file, so the same commit, Go version and CA
+## bundle give the same digest. The revision label is HEAD, with "-dirty" when
+## the work tree has changes.
+IMAGE_TAR ?= bin/image/sidecarset-manager.tar
+IMAGE_PLATFORMS ?= linux/amd64
+image:
+	$(GO) run ./hack/image -out="$(IMAGE_TAR)" -platforms="$(IMAGE_PLATFORMS)" $(if $(IMAGE_REPO),-repo="$(IMAGE_REPO)") $(if $(IMAGE_TAG),-tag="$(IMAGE_TAG)") $(if $(IMAGE_PUSH),-push="$(IMAGE_PUSH)")
 
 ## playground: the local environment and its demo; PLAYGROUND_FLAGS="--demo=false" skips the demo,
 ## PLAYGROUND_FLAGS="--node-kind=real" runs a real node (root; builds the kubelet first).
@@ -80,6 +139,16 @@ playground: control-plane
 	$(GO) build -o bin/kubectl-sidecarset ./cmd/kubectl-sidecarset
 	ln -sf "$(ASSETS)/kubectl" bin/kubectl
 	KUBEBUILDER_ASSETS="$(ASSETS)" bin/sidecarset-playground $(PLAYGROUND_FLAGS)
+
+## dist: the release archives of kubectl-sidecarset, one per platform
+## (linux, darwin, windows; amd64, arm64), their checksums.txt and the krew
+## manifest with their sums, sidecarset.yaml, all in bin/dist/. VERSION
+## defaults to the chart's appVersion; the archives' dates are the commit
+## time of HEAD, so the same commit and Go version give the same sums.
+## Cross-building six times takes several minutes on a small machine.
+VERSION ?= $(shell sed -n 's/^appVersion: //p' charts/sidecarset/Chart.yaml)
+dist:
+	SOURCE_DATE_EPOCH="$$(git log -1 --format=%ct)" $(GO) run ./hack/dist -version "$(VERSION)" -out bin/dist
 
 clean:
 	rm -rf bin bench/results/latest.txt

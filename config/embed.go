@@ -20,3 +20,10 @@ var Webhooks []byte
 //
 //go:embed rbac/role.yaml
 var RBAC []byte
+
+// AdmissionPolicy holds the optional ValidatingAdmissionPolicy and its
+// binding that refuse privileged and host-access sidecars; the chart ships a
+// copy (admissionPolicy.enabled).
+//
+//go:embed policy/restrict-sidecars.yaml
+var AdmissionPolicy []byte

@@ -330,7 +330,3 @@ type SidecarSetList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []SidecarSet `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&SidecarSet{}, &SidecarSetList{})
-}

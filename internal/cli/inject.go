@@ -157,8 +157,8 @@ func Inject(ctx context.Context, c client.Reader, in io.Reader, out, errOut io.W
 	if err != nil {
 		return err
 	}
-	j := &injector{ctx: ctx, c: c, errOut: errOut, opts: opts, described: map[string]*corev1.Namespace{}, namespaces: map[string]*corev1.Namespace{}, excludedWarned: map[string]bool{}}
-	if j.sets, err = j.sidecarSets(); err != nil {
+	j := &injector{c: c, errOut: errOut, opts: opts, described: map[string]*corev1.Namespace{}, namespaces: map[string]*corev1.Namespace{}, excludedWarned: map[string]bool{}}
+	if j.sets, err = j.sidecarSets(ctx); err != nil {
 		return err
 	}
 	for _, d := range docs {
@@ -168,7 +168,7 @@ func Inject(ctx context.Context, c client.Reader, in io.Reader, out, errOut io.W
 	}
 	outDocs := make([][]byte, 0, len(docs))
 	for _, d := range docs {
-		changed, err := j.object(d.obj, d.describe())
+		changed, err := j.object(ctx, d.obj, d.describe())
 		if err != nil {
 			return fmt.Errorf("%s, %s: %w", source, d.describe(), err)
 		}
@@ -186,7 +186,6 @@ func Inject(ctx context.Context, c client.Reader, in io.Reader, out, errOut io.W
 }
 
 type injector struct {
-	ctx    context.Context
 	c      client.Reader
 	errOut io.Writer
 	opts   InjectOptions
@@ -231,12 +230,12 @@ func (j *injector) warn(what, msg string) {
 	fmt.Fprintf(j.errOut, "Warning: %s: %s\n", what, msg)
 }
 
-func (j *injector) sidecarSets() ([]*v1alpha1.SidecarSet, error) {
+func (j *injector) sidecarSets(ctx context.Context) ([]*v1alpha1.SidecarSet, error) {
 	if j.opts.SidecarSets != nil {
 		return j.opts.SidecarSets, nil
 	}
 	var list v1alpha1.SidecarSetList
-	if err := j.c.List(j.ctx, &list); err != nil {
+	if err := j.c.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list SidecarSets (or give --sidecarsets FILE to work offline): %w", err)
 	}
 	sets := make([]*v1alpha1.SidecarSet, len(list.Items))
@@ -248,7 +247,7 @@ func (j *injector) sidecarSets() ([]*v1alpha1.SidecarSet, error) {
 
 // object injects into obj, in place, if it is a pod or holds a pod
 // template, and reports whether it changed.
-func (j *injector) object(obj map[string]any, what string) (bool, error) {
+func (j *injector) object(ctx context.Context, obj map[string]any, what string) (bool, error) {
 	if obj == nil {
 		return false, nil
 	}
@@ -256,12 +255,14 @@ func (j *injector) object(obj map[string]any, what string) (bool, error) {
 	kind, _ := obj["kind"].(string)
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
-		return false, nil // not ours to judge: printed as it came
+		// Not an object this command knows, nor one kubectl would apply.
+		j.warn(what, fmt.Sprintf("%v; printed as it came", err))
+		return false, nil
 	}
-	switch gk := (schema.GroupKind{Group: gv.Group, Kind: kind}); {
-	case gk == schema.GroupKind{Kind: "Pod"}:
-		return j.pod(obj, what)
-	case gk == schema.GroupKind{Kind: "List"}:
+	switch gk := (schema.GroupKind{Group: gv.Group, Kind: kind}); gk {
+	case schema.GroupKind{Kind: "Pod"}:
+		return j.pod(ctx, obj, what)
+	case schema.GroupKind{Kind: "List"}:
 		items, _ := obj["items"].([]any)
 		changed := false
 		for i, item := range items {
@@ -269,7 +270,7 @@ func (j *injector) object(obj map[string]any, what string) (bool, error) {
 			if !ok {
 				continue
 			}
-			c, err := j.object(m, fmt.Sprintf("%s, item %d (%s)", what, i, document{obj: m, index: i}.describe()))
+			c, err := j.object(ctx, m, fmt.Sprintf("%s, item %d (%s)", what, i, document{obj: m, index: i}.describe()))
 			if err != nil {
 				return false, err
 			}
@@ -278,19 +279,19 @@ func (j *injector) object(obj map[string]any, what string) (bool, error) {
 		return changed, nil
 	default:
 		if path, ok := templatePaths[gk]; ok {
-			return j.template(obj, path, what)
+			return j.template(ctx, obj, path, what)
 		}
 	}
 	return false, nil
 }
 
 // pod injects into a Pod object.
-func (j *injector) pod(obj map[string]any, what string) (bool, error) {
+func (j *injector) pod(ctx context.Context, obj map[string]any, what string) (bool, error) {
 	pod := &corev1.Pod{}
 	if err := j.decode(obj, pod, what); err != nil {
 		return false, err
 	}
-	res, err := j.inject(pod, pod.Namespace, what)
+	res, err := j.inject(ctx, pod, pod.Namespace, what)
 	if err != nil || res == nil {
 		return false, err
 	}
@@ -309,9 +310,13 @@ func (j *injector) pod(obj map[string]any, what string) (bool, error) {
 }
 
 // template injects into the pod template at path.
-func (j *injector) template(obj map[string]any, path []string, what string) (bool, error) {
+func (j *injector) template(ctx context.Context, obj map[string]any, path []string, what string) (bool, error) {
 	raw, found, err := unstructured.NestedMap(obj, path...)
-	if err != nil || !found {
+	if err != nil {
+		j.warn(what, fmt.Sprintf("pod template at %s: %v; printed as it came", strings.Join(path, "."), err))
+		return false, nil
+	}
+	if !found {
 		j.warn(what, fmt.Sprintf("no pod template at %s; printed as it came", strings.Join(path, ".")))
 		return false, nil
 	}
@@ -321,7 +326,7 @@ func (j *injector) template(obj map[string]any, path []string, what string) (boo
 	}
 	ns, _, _ := unstructured.NestedString(obj, "metadata", "namespace")
 	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-	res, err := j.inject(pod, ns, what)
+	res, err := j.inject(ctx, pod, ns, what)
 	if err != nil || res == nil {
 		return false, err
 	}
@@ -356,7 +361,7 @@ func (j *injector) decode(u map[string]any, into any, what string) error {
 // the kubeconfig context's), prints its warnings, and returns the injected
 // pod, nil when no SidecarSet matched or the webhook would not see the
 // namespace.
-func (j *injector) inject(pod *corev1.Pod, ns, what string) (*corev1.Pod, error) {
+func (j *injector) inject(ctx context.Context, pod *corev1.Pod, ns, what string) (*corev1.Pod, error) {
 	switch {
 	case ns != "":
 	case j.opts.Namespace != "":
@@ -375,7 +380,7 @@ func (j *injector) inject(pod *corev1.Pod, ns, what string) (*corev1.Pod, error)
 		return nil, nil
 	}
 	pod.Namespace = ns
-	nsObj, err := j.namespace(ns)
+	nsObj, err := j.namespace(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -392,14 +397,14 @@ func (j *injector) inject(pod *corev1.Pod, ns, what string) (*corev1.Pod, error)
 // namespace returns what is known of namespace name: its document in the
 // input, else the cluster's, else its name (the apiserver labels every
 // namespace kubernetes.io/metadata.name=<name>).
-func (j *injector) namespace(name string) (*corev1.Namespace, error) {
+func (j *injector) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	if ns, ok := j.namespaces[name]; ok {
 		return ns, nil
 	}
 	ns := j.described[name]
 	if ns == nil && j.c != nil {
 		ns = &corev1.Namespace{}
-		if err := j.c.Get(j.ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if err := j.c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("get namespace %s: %w", name, err)
 			}

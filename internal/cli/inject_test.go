@@ -223,3 +223,31 @@ current-context: shop
 		t.Errorf("-n shop and the context's namespace shop differ (%v):\n%s\n---\n%s", r2.err, r2.out, r.out)
 	}
 }
+
+// TestInjectUnreadable: a document whose apiVersion does not parse, and a
+// workload whose pod template is not an object, come out as they went in,
+// each with a warning saying why.
+func TestInjectUnreadable(t *testing.T) {
+	sets := filepath.Join("testdata", "inject", "sidecarsets.yaml")
+	in := `apiVersion: a/b/c
+kind: Pod
+metadata: {name: web-1, namespace: shop, labels: {app: web}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec: {template: broken}
+`
+	r := offline(t, in, "inject", "-f", "-", "--sidecarsets", sets)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	mustContain(t, r.errOut,
+		"unexpected GroupVersion string: a/b/c; printed as it came",
+		"pod template at spec.template: ",
+	)
+	mustContain(t, r.out, "apiVersion: a/b/c", "template: broken")
+	if strings.Contains(r.out, "log-shipper") {
+		t.Errorf("something was injected:\n%s", r.out)
+	}
+}

@@ -109,7 +109,7 @@ func Pods(ctx context.Context, c client.Reader, out io.Writer, opts PodsOptions)
 	if now.IsZero() {
 		now = time.Now()
 	}
-	t := podsTable(set, pods, now, opts.Output != OutputTable)
+	t := podsTable(pods, now, opts.Output != OutputTable)
 	if !isTable(opts.Output) {
 		t.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("Table"))
 		return printObject(out, t, opts.Output)
@@ -211,7 +211,7 @@ func podState(p rollout.Pod) string {
 
 // podsTable has one row per pod. fullIDs shows whole image IDs rather than
 // short digests.
-func podsTable(set *v1alpha1.SidecarSet, pods []setPod, now time.Time, fullIDs bool) *metav1.Table {
+func podsTable(pods []setPod, now time.Time, fullIDs bool) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		column("POD", "namespace/name.", false),
 		column("REVISION", "The revision the pod's sidecars were last set to.", false),

@@ -75,7 +75,9 @@ func TestPreflight(t *testing.T) {
 
 func TestPreflightManagerDown(t *testing.T) {
 	f := newFixture(t)
-	sys.StopManager()
+	if err := sys.StopManager(); err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
 		if err := sys.StartManager(); err != nil {
 			t.Fatalf("restart the manager: %v", err)

@@ -221,7 +221,7 @@ func plural(n int, one, many string) string {
 func unmanagedOwners(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, managerNamespace string) ([]owner, error) {
 	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil || set.Spec.Selector == nil {
-		return nil, fmt.Errorf("%s: spec.selector: %v", set.Name, cmp.Or(err, errors.New("not set")))
+		return nil, fmt.Errorf("%s: spec.selector: %w", set.Name, cmp.Or(err, errors.New("not set")))
 	}
 	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))

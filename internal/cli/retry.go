@@ -67,11 +67,11 @@ func (r *retryingClient) do(ctx context.Context, what string, call func() error)
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
 		last = call()
-		if !transient(last) || ctx.Err() != nil {
-			return true, nil
+		if transient(last) && ctx.Err() == nil {
+			fmt.Fprintf(r.warn, "warning: %s: %v; retrying\n", what, last)
+			return false, nil
 		}
-		fmt.Fprintf(r.warn, "warning: %s: %v; retrying\n", what, last)
-		return false, nil
+		return true, nil
 	})
 	switch {
 	case last == nil || !transient(last):

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -105,164 +104,22 @@ func (r *replica) readyzStatus() int {
 	return resp.StatusCode
 }
 
-// service stands for the chart's webhook Service as the apiserver reaches
-// it through kube-proxy. It listens where envtest's webhook configurations
-// send the apiserver, and hands each new connection to one of its ready
-// endpoints; a connection stays with its endpoint until one side closes it. An endpoint
-// counts as ready while its /readyz answers 200 (the kubelet's readiness
-// probe, every probePeriod), and each change reaches the service
-// propagation later (an EndpointSlice change reaching kube-proxy).
-//
-// This is how "the endpoint is gone" is modelled here: envtest's apiserver
-// calls one fixed address, and nothing there removes a pod's endpoint on
-// its own.
-type service struct {
-	ln          net.Listener
-	probePeriod time.Duration
-	propagation time.Duration
-
-	mu        sync.Mutex
-	endpoints []*endpoint
-	wg        sync.WaitGroup
+// endpoint is the replica as the stand-in Service sees it.
+func (r *replica) endpoint() testenv.Endpoint {
+	return testenv.Endpoint{Name: r.name, Addr: r.addr, Readyz: r.readyz, Exited: r.exited}
 }
 
-type endpoint struct {
-	r *replica
-	// ready is the endpoint as the service sees it.
-	ready bool
-	// removed stops its probe.
-	removed chan struct{}
-}
-
-func startService(t *testing.T, addr string) *service {
+// startService starts the stand-in for the chart's webhook Service where
+// envtest's webhook configurations send the apiserver; it stops with the
+// test.
+func startService(t *testing.T, env *testenv.Env) *testenv.Service {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	svc, err := testenv.StartService(net.JoinHostPort(env.Webhooks.LocalServingHost, strconv.Itoa(env.Webhooks.LocalServingPort)))
 	if err != nil {
-		t.Fatalf("listen where the apiserver calls the webhooks: %v", err)
+		t.Fatal(err)
 	}
-	s := &service{ln: ln, probePeriod: 250 * time.Millisecond, propagation: 2 * time.Second}
-	s.wg.Go(s.serve)
-	t.Cleanup(func() {
-		_ = ln.Close()
-		s.mu.Lock()
-		for _, ep := range s.endpoints {
-			close(ep.removed)
-		}
-		s.endpoints = nil
-		s.mu.Unlock()
-		s.wg.Wait()
-	})
-	return s
-}
-
-// add makes r an endpoint, probed from now on; it serves once ready.
-func (s *service) add(r *replica) {
-	ep := &endpoint{r: r, removed: make(chan struct{})}
-	s.mu.Lock()
-	s.endpoints = append(s.endpoints, ep)
-	s.mu.Unlock()
-	s.wg.Go(func() {
-		observed := false
-		tick := time.NewTicker(s.probePeriod)
-		defer tick.Stop()
-		for {
-			if now := r.ready(); now != observed {
-				observed = now
-				time.AfterFunc(s.propagation, func() {
-					s.mu.Lock()
-					ep.ready = now
-					s.mu.Unlock()
-				})
-			}
-			select {
-			case <-ep.removed:
-				return
-			case <-tick.C:
-			}
-		}
-	})
-}
-
-// remove takes r out of the endpoints propagation from now, as the
-// deletion of its pod does: the kubelet sends SIGTERM while the endpoint's
-// removal is on its way to kube-proxy.
-func (s *service) remove(r *replica) {
-	time.AfterFunc(s.propagation, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for i, ep := range s.endpoints {
-			if ep.r == r {
-				close(ep.removed)
-				s.endpoints = append(s.endpoints[:i], s.endpoints[i+1:]...)
-				return
-			}
-		}
-	})
-}
-
-// waitReady waits until the service sends connections to r.
-func (s *service) waitReady(t *testing.T, r *replica) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, ep := range s.endpoints {
-			if ep.r == r && ep.ready {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("replica %s never became a ready endpoint: %v", r.name, err)
-	}
-}
-
-// pick returns a ready endpoint's address, chosen at random as kube-proxy's
-// iptables mode does, or "" when none is ready.
-func (s *service) pick() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var ready []string
-	for _, ep := range s.endpoints {
-		if ep.ready {
-			ready = append(ready, ep.r.addr)
-		}
-	}
-	if len(ready) == 0 {
-		return ""
-	}
-	return ready[rand.IntN(len(ready))]
-}
-
-func (s *service) serve() {
-	for {
-		conn, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.wg.Go(func() { s.forward(conn) })
-	}
-}
-
-// forward joins a connection to an endpoint; with none ready, or the
-// endpoint refusing it, the connection is closed, as a client of a Service
-// sees it.
-func (s *service) forward(conn net.Conn) {
-	defer conn.Close()
-	addr := s.pick()
-	if addr == "" {
-		return
-	}
-	backend, err := net.Dial("tcp", addr)
-	if err != nil {
-		return
-	}
-	defer backend.Close()
-	copied := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(backend, conn); copied <- struct{}{} }()
-	go func() { _, _ = io.Copy(conn, backend); copied <- struct{}{} }()
-	<-copied
+	t.Cleanup(svc.Stop)
+	return svc
 }
 
 // load creates pods without pause, one after another, and counts what
@@ -346,7 +203,7 @@ func webhookSet(t *testing.T, env *testenv.Env, namespace string, labels map[str
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
 		}
 		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: the poll tries again
 		}
 		return len(probe.Spec.Containers) == 2, nil
 	})
@@ -370,15 +227,18 @@ func webhookSet(t *testing.T, env *testenv.Env, namespace string, labels map[str
 // checks the drain itself on every run.
 func TestRollingRestartLosesNoPodCreate(t *testing.T) {
 	env := startEnv(t)
-	svc := startService(t, net.JoinHostPort(env.Webhooks.LocalServingHost, strconv.Itoa(env.Webhooks.LocalServingPort)))
+	svc := startService(t, env)
 	opts := manager.DefaultOptions()
-	if drain := opts.ShutdownDrain; drain < svc.probePeriod+svc.propagation {
-		t.Errorf("the default drain %s is shorter than this test's endpoint removal (probe %s, propagation %s)", drain, svc.probePeriod, svc.propagation)
+	if drain := opts.ShutdownDrain; drain < svc.ProbePeriod+svc.Propagation {
+		t.Errorf("the default drain %s is shorter than this test's endpoint removal (probe %s, propagation %s)", drain, svc.ProbePeriod, svc.Propagation)
 	}
 	replicas := []*replica{startReplica(t, env, "a", 0, opts), startReplica(t, env, "b", 0, opts)}
+	endpoints := map[*replica]*testenv.Endpoint{}
 	for _, r := range replicas {
-		svc.add(r)
-		svc.waitReady(t, r)
+		endpoints[r] = svc.Add(r.endpoint())
+		if err := svc.WaitReady(t.Context(), endpoints[r]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	labels := map[string]string{"app": "drain"}
 	webhookSet(t, env, "drain", labels)
@@ -390,12 +250,14 @@ func TestRollingRestartLosesNoPodCreate(t *testing.T) {
 		r := replicas[i]
 		fresh := startReplica(t, env, fmt.Sprintf("%s%d", r.name[:1], i/2+2), 0, opts)
 		replicas = append(replicas, fresh)
-		svc.add(fresh)
-		svc.waitReady(t, fresh)
+		endpoints[fresh] = svc.Add(fresh.endpoint())
+		if err := svc.WaitReady(t.Context(), endpoints[fresh]); err != nil {
+			t.Fatal(err)
+		}
 		// The pod's deletion: SIGTERM, and the endpoint's removal on its
 		// way.
 		stopped := time.Now()
-		svc.remove(r)
+		svc.Remove(endpoints[r])
 		if err := r.stop(); err != nil {
 			t.Errorf("replica %s stopped with %v", r.name, err)
 		}

@@ -5,6 +5,7 @@
 package manager
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -137,6 +138,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			Host:    opts.WebhookHost,
 			Port:    opts.WebhookPort,
 			CertDir: opts.CertDir,
+			TLSOpts: []func(*tls.Config){requireModernTLS},
 		}),
 	})
 	if err != nil {
@@ -155,6 +157,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the SidecarSet controller: %w", err)
+	}
+	if err := forgetDeletedSets(mgr); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)

@@ -155,7 +155,12 @@ func TestManagerRunsWithItsRBAC(t *testing.T) {
 		stopMgr()
 		t.Fatalf("start the manager with its own RBAC: %v", err)
 	}
-	t.Cleanup(func() { stopMgr(); <-mgrDone })
+	t.Cleanup(func() {
+		stopMgr()
+		if err := <-mgrDone; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 
 	labels := map[string]string{"app": "rbac"}
 	set := &v1alpha1.SidecarSet{
@@ -256,7 +261,7 @@ func TestCertRotation(t *testing.T) {
 		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			s := &corev1.Secret{}
 			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.CertSecret}, s); err != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // not yet: the poll tries again
 			}
 			if len(s.Data["tls.crt"]) == 0 {
 				return false, nil
@@ -304,7 +309,7 @@ func TestCertRotation(t *testing.T) {
 			ServerName: fmt.Sprintf("%s.%s.svc", opts.WebhookService, opts.Namespace),
 		})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: the poll tries again
 		}
 		conn = c
 		return true, nil
@@ -420,7 +425,12 @@ func TestNotReadyBeforeCachesSynced(t *testing.T) {
 	mgrCtx, stopMgr := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() { stopMgr(); <-done })
+	t.Cleanup(func() {
+		stopMgr()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 	released := false
 	t.Cleanup(func() {
 		if !released {

@@ -32,7 +32,7 @@ func cachesSynced(mgr ctrl.Manager) (healthz.Checker, error) {
 		for _, obj := range webhookReads {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				if ctx.Err() != nil {
-					return nil
+					return nil //nolint:nilerr // the manager is stopping, which is no failure
 				}
 				return fmt.Errorf("start the cache of %T: %w", obj, err)
 			}

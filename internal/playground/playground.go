@@ -89,6 +89,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	realNode := opts.NodeKind == Real
 	nodes := fmt.Sprintf("%d simulated nodes", opts.Nodes)
+	where := "on loopback"
 	stackOpts := stack.Options{
 		ControllerManager: true,
 		Sim:               kubeletsim.Options{Nodes: opts.Nodes},
@@ -96,12 +97,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	if realNode {
 		nodes = "a real node (kubelet, containerd and runc; images built locally)"
+		where = "on the node's bridge address " + realnode.APIServerAddress
 		stackOpts.Sim = kubeletsim.Options{}
 		stackOpts.RealNode, stackOpts.RealImages = true, realImages()
 	}
 	step := newStepper(opts.Out)
 	step.start(fmt.Sprintf("starting etcd, kube-apiserver, kube-controller-manager, %s "+
-		"and sidecarset-manager with its webhooks (TLS, generated certificates) on loopback", nodes))
+		"and sidecarset-manager with its webhooks (TLS, generated certificates) %s", nodes, where))
 	sys, err := stack.Start(ctx, stackOpts)
 	if err != nil {
 		return err

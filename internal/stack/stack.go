@@ -16,6 +16,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/sidecarset/sidecarset/internal/kubeletsim"
 	"github.com/sidecarset/sidecarset/internal/manager"
@@ -38,13 +39,19 @@ type Options struct {
 	// realnode.APIServerFlags; RealNode sets them).
 	APIServerFlags map[string]string
 	// RealNode starts one real node (internal/realnode: the kubelet,
-	// containerd and runc) once the control plane answers, with the
-	// kube-apiserver flags it needs. It needs root and the kubelet in
-	// KUBEBUILDER_ASSETS; its logs go to Output.
+	// kube-scheduler, kube-proxy, containerd and runc): its network and
+	// containerd before the control plane, which then listens on the
+	// node's address with the kube-apiserver flags the node needs, and the
+	// rest once the control plane answers. It needs root and the node's
+	// binaries in KUBEBUILDER_ASSETS; its logs go to Output.
 	RealNode bool
 	// RealImages are the images the real node imports; its pods can run no
 	// others.
 	RealImages []realnode.Image
+	// WithoutManager starts no manager and installs neither its webhook
+	// configurations nor the CRDs: what installs the manager (the chart)
+	// brings them.
+	WithoutManager bool
 }
 
 // Stack is a running local system.
@@ -65,7 +72,19 @@ type Stack struct {
 // Start starts the control plane, the nodes and the manager, and returns
 // once all answer. Stop it with Stop.
 func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	mgrOpts := manager.DefaultOptions()
+	// One manager at one address, with no replica to take its calls over:
+	// a drain there only holds each stop back, so it is kept short while
+	// every stop still goes through it as the binary's does.
+	mgrOpts.ShutdownDrain = time.Second
+	s := &Stack{mgrOption: mgrOpts}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
 	apiserverFlags := maps.Clone(opts.APIServerFlags)
+	servingAddress := ""
 	if opts.RealNode {
 		if os.Geteuid() != 0 {
 			return nil, errors.New("a real node runs a kubelet, containerd and runc and needs root")
@@ -74,31 +93,34 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			apiserverFlags = map[string]string{}
 		}
 		maps.Copy(apiserverFlags, realnode.APIServerFlags())
+		servingAddress = realnode.APIServerAddress
+		assets, err := testenv.Assets()
+		if err != nil {
+			return nil, err
+		}
+		if s.Node, err = realnode.New(ctx, realnode.Options{Assets: assets, Images: opts.RealImages, Output: opts.Output}); err != nil {
+			return nil, fmt.Errorf("start the real node: %w", err)
+		}
 	}
-	hooks, err := testenv.WebhookOptions(opts.FailurePolicy)
-	if err != nil {
-		return nil, err
+	var hooks *envtest.WebhookInstallOptions
+	if !opts.WithoutManager {
+		if hooks, err = testenv.WebhookOptions(opts.FailurePolicy); err != nil {
+			return nil, err
+		}
 	}
-	env, err := testenv.Start(testenv.Options{
+	s.Env, err = testenv.Start(testenv.Options{
 		ControllerManager: opts.ControllerManager,
+		NodeLifecycle:     opts.RealNode,
+		WithoutCRDs:       opts.WithoutManager,
 		Webhooks:          hooks,
 		Output:            opts.Output,
 		APIServerFlags:    apiserverFlags,
+		ServingAddress:    servingAddress,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the control plane: %w", err)
 	}
-	mgrOpts := manager.DefaultOptions()
-	// One manager at one address, with no replica to take its calls over:
-	// a drain there only holds each stop back, so it is kept short while
-	// every stop still goes through it as the binary's does.
-	mgrOpts.ShutdownDrain = time.Second
-	s := &Stack{Env: env, mgrOption: mgrOpts}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, s.Stop())
-		}
-	}()
+	env := s.Env
 	if opts.Sim.Nodes > 0 {
 		sim, err := kubeletsim.New(env.Config, opts.Sim)
 		if err != nil {
@@ -114,20 +136,13 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, fmt.Errorf("start the simulated nodes: %w", err)
 		}
 	}
-	if opts.RealNode {
-		assets, err := testenv.Assets()
-		if err != nil {
-			return nil, err
-		}
-		s.Node, err = realnode.Start(ctx, realnode.Options{
-			Assets:     assets,
-			KubeConfig: env.KubeConfig,
-			Images:     opts.RealImages,
-			Output:     opts.Output,
-		})
-		if err != nil {
+	if s.Node != nil {
+		if err := s.Node.Join(ctx, env.KubeConfig); err != nil {
 			return nil, fmt.Errorf("start the real node: %w", err)
 		}
+	}
+	if opts.WithoutManager {
+		return s, nil
 	}
 	if err := s.StartManager(); err != nil {
 		return nil, err
@@ -153,37 +168,50 @@ func (s *Stack) StartManager() error {
 	return nil
 }
 
-// StopManager stops the manager and waits until it is gone; it does nothing
-// when the manager is not running.
-func (s *Stack) StopManager() {
+// StopManager stops the manager, waits until it is gone and returns what it
+// stopped with; it does nothing when the manager is not running.
+func (s *Stack) StopManager() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopMgr == nil {
-		return
+		return nil
 	}
 	s.stopMgr()
-	<-s.mgrDone
+	err := <-s.mgrDone
 	s.stopMgr, s.mgrDone = nil, nil
+	if err != nil {
+		return fmt.Errorf("stop the manager: %w", err)
+	}
+	return nil
 }
 
-// Stop stops everything Start started, the manager first and the control
-// plane last. A real node stops after kube-controller-manager and before the
+// Stop stops everything Start started, the manager first. A real node
+// leaves (realnode.Node.Leave) after kube-controller-manager and before the
 // apiserver: it deletes its pods through the apiserver, and no workload
-// controller may create them again.
+// controller may create them again; the rest of it (containerd, the bridge
+// the apiserver listened on) goes after the control plane.
 func (s *Stack) Stop() error {
-	s.StopManager()
+	errs := []error{s.StopManager()}
 	if s.stopSim != nil {
 		s.stopSim()
 		<-s.simDone
 		s.stopSim = nil
 	}
-	var errs []error
 	if s.Node != nil {
-		s.Env.StopControllerManager()
+		if s.Env != nil {
+			s.Env.StopControllerManager()
+		}
+		errs = append(errs, s.Node.Leave())
+	}
+	if s.Env != nil {
+		errs = append(errs, s.Env.Stop())
+	}
+	if s.Node != nil {
+		// The apiserver listened on the node's bridge, which goes last.
 		errs = append(errs, s.Node.Stop())
 		s.Node = nil
 	}
-	return errors.Join(append(errs, s.Env.Stop())...)
+	return errors.Join(errs...)
 }
 
 // TestOptions are what the whole-loop test suites run: kube-controller-manager

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -51,11 +52,14 @@ func (e *Env) StartManager(ctx context.Context, cfg *rest.Config, opts manager.O
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-done:
-			return false, fmt.Errorf("manager exited: %v", err)
+			if err == nil {
+				return false, errors.New("the manager stopped before it was ready")
+			}
+			return false, fmt.Errorf("manager exited: %w", err)
 		default:
 		}
 		if e.Webhooks != nil && started(&http.Request{}) != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: the poll tries again
 		}
 		return mgr.GetCache().WaitForCacheSync(ctx), nil
 	})

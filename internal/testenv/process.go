@@ -1,10 +1,12 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,14 +81,26 @@ type ProcessOptions struct {
 	Namespace string
 	// Output receives each process's stdout and stderr; nil discards them.
 	Output io.Writer
+	// WebhookPort, when not 0, is where the process serves the webhooks,
+	// on the environment's webhook host, instead of where the apiserver's
+	// webhook configurations point: replicas each serve on a port of their
+	// own, behind a Service (StartService) that listens there.
+	WebhookPort int
+	// KubeConfig is the kubeconfig the process reaches the apiserver with;
+	// nil means the environment's administrator's.
+	KubeConfig []byte
+	// Args are flags given after the ones ManagerProcess sets; a flag given
+	// again here wins.
+	Args []string
 }
 
 // ManagerProcess runs the sidecarset-manager binary as a child process
 // against the environment, one process at a time, with the flags a
 // cluster's manager runs with, except where the environment differs: the
 // webhooks are served where the apiserver's webhook configurations point
-// (as StartManager does for a manager in the test's process), metrics are
-// off, the health probes listen on a free loopback port. Leader election is
+// (as StartManager does for a manager in the test's process), or at
+// ProcessOptions.WebhookPort behind a Service; metrics and the health
+// probes listen on free loopback ports (MetricsURL). Leader election is
 // on, as the binary's default: after Kill the Lease stays held by the dead
 // process until it expires, and the next process waits for that.
 type ManagerProcess struct {
@@ -94,16 +108,21 @@ type ManagerProcess struct {
 	opts       ProcessOptions
 	kubeconfig string
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
+	cmd *exec.Cmd
+	// metricsURL is where the running process serves its metrics.
+	metricsURL string
+	exited     chan struct{}
+	err        error
+	// readyz is the running process's readiness URL.
+	readyz string
 	// holderAtStart is who held the Lease when the running process
 	// started: the process leads once someone else holds it.
 	holderAtStart string
 }
 
-// NewManagerProcess prepares a manager process: it writes the
-// administrator's kubeconfig into the environment's folder. Nothing runs
+// NewManagerProcess prepares a manager process: it writes its kubeconfig
+// (the administrator's unless opts.KubeConfig) into the environment's
+// folder. Nothing runs
 // until Start.
 func (e *Env) NewManagerProcess(opts ProcessOptions) (*ManagerProcess, error) {
 	if opts.Binary == "" || opts.Namespace == "" {
@@ -116,7 +135,11 @@ func (e *Env) NewManagerProcess(opts ProcessOptions) (*ManagerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = f.Write(e.KubeConfig)
+	kubeconfig := opts.KubeConfig
+	if kubeconfig == nil {
+		kubeconfig = e.KubeConfig
+	}
+	_, err = f.Write(kubeconfig)
 	if err = errors.Join(err, f.Close()); err != nil {
 		return nil, fmt.Errorf("write the manager's kubeconfig: %w", err)
 	}
@@ -134,23 +157,29 @@ func (p *ManagerProcess) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	probePort, err := freePort()
+	probePort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	metricsPort, err := FreePort()
 	if err != nil {
 		return err
 	}
 	probeAddr := "127.0.0.1:" + strconv.Itoa(probePort)
+	metricsAddr := "127.0.0.1:" + strconv.Itoa(metricsPort)
 	args := []string{
 		"--kubeconfig=" + p.kubeconfig,
 		"--namespace=" + p.opts.Namespace,
-		"--metrics-bind-address=0",
+		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=" + probeAddr,
 	}
 	if w := p.env.Webhooks; w != nil {
 		args = append(args,
 			"--webhook-host="+w.LocalServingHost,
-			"--webhook-port="+strconv.Itoa(w.LocalServingPort),
+			"--webhook-port="+strconv.Itoa(p.webhookPort()),
 			"--cert-dir="+w.LocalServingCertDir)
 	}
+	args = append(args, p.opts.Args...)
 	cmd := exec.Command(p.opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = p.opts.Output, p.opts.Output
 	// A test binary that dies (a timeout's panic) leaves no manager
@@ -164,16 +193,18 @@ func (p *ManagerProcess) Start(ctx context.Context) error {
 		return fmt.Errorf("start %s: %w", p.opts.Binary, err)
 	}
 	p.cmd, p.exited, p.err, p.holderAtStart = cmd, make(chan struct{}), nil, holder
+	p.metricsURL = "http://" + metricsAddr + "/metrics"
 	go func(exited chan struct{}) {
 		p.err = cmd.Wait()
 		close(exited)
 	}(p.exited)
 
 	readyz := "http://" + probeAddr + "/readyz"
+	p.readyz = readyz
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.exited:
-			return false, fmt.Errorf("manager process %d exited: %v", cmd.Process.Pid, p.err)
+			return false, fmt.Errorf("manager process %d exited: %w", cmd.Process.Pid, cmp.Or(p.err, errExitedCleanly))
 		default:
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
@@ -182,7 +213,7 @@ func (p *ManagerProcess) Start(ctx context.Context) error {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: the poll tries again
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
@@ -193,12 +224,40 @@ func (p *ManagerProcess) Start(ctx context.Context) error {
 	return nil
 }
 
+func (p *ManagerProcess) webhookPort() int {
+	if p.opts.WebhookPort != 0 {
+		return p.opts.WebhookPort
+	}
+	return p.env.Webhooks.LocalServingPort
+}
+
+// Endpoint returns the last process started as an endpoint of a Service
+// (StartService): where it serves the webhooks, its readiness URL, and the
+// channel closed once it has exited.
+func (p *ManagerProcess) Endpoint(name string) Endpoint {
+	addr := ""
+	if w := p.env.Webhooks; w != nil {
+		addr = net.JoinHostPort(w.LocalServingHost, strconv.Itoa(p.webhookPort()))
+	}
+	return Endpoint{Name: name, Addr: addr, Readyz: p.readyz, Exited: p.exited}
+}
+
 // Pid is the running process's id, 0 when none runs.
 func (p *ManagerProcess) Pid() int {
 	if p.cmd == nil {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// MetricsURL is where the running process serves its metrics, over plain
+// HTTP as the chart's manager does, unless ProcessOptions.Args gives
+// another --metrics-bind-address; "" when none runs.
+func (p *ManagerProcess) MetricsURL() string {
+	if p.cmd == nil {
+		return ""
+	}
+	return p.metricsURL
 }
 
 // Kill kills the running process with SIGKILL, as the kernel's OOM killer
@@ -245,7 +304,7 @@ func (p *ManagerProcess) WaitLeading(ctx context.Context, timeout time.Duration)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.exited:
-			return false, fmt.Errorf("manager process %d exited: %v", p.cmd.Process.Pid, p.err)
+			return false, fmt.Errorf("manager process %d exited: %w", p.cmd.Process.Pid, cmp.Or(p.err, errExitedCleanly))
 		default:
 		}
 		holder, err := p.LeaseHolder(ctx)

@@ -9,6 +9,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,9 +41,15 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 // Options says what to start besides etcd and kube-apiserver.
 type Options struct {
 	// ControllerManager starts kube-controller-manager too (every controller
-	// except node lifecycle, which would evict pods from nodes that do not
-	// renew leases).
+	// except node lifecycle unless NodeLifecycle: it would evict pods from
+	// nodes that do not renew leases).
 	ControllerManager bool
+	// NodeLifecycle runs kube-controller-manager's node lifecycle
+	// controller too, for nodes that renew their Lease as a real kubelet
+	// does: it takes the not-ready taint, which the apiserver puts on every
+	// new node, off a node once it is Ready; until then kube-scheduler
+	// places no pod there.
+	NodeLifecycle bool
 	// Webhooks, when set, are installed into the apiserver pointing at a
 	// local serving host and port that envtest allocates; the caller serves
 	// the webhooks there with the certificates in LocalServingCertDir.
@@ -52,7 +59,19 @@ type Options struct {
 	// APIServerFlags are set on kube-apiserver besides envtest's own, by
 	// name without the leading dashes: a real node needs some.
 	APIServerFlags map[string]string
+	// WithoutCRDs leaves the project's CRDs out: what installs the
+	// manager (the chart) brings them.
+	WithoutCRDs bool
+	// ServingAddress, when set, is the IP address kube-apiserver listens
+	// on and advertises instead of 127.0.0.1, and its serving certificate
+	// names it and the `kubernetes` Service's ClusterIP: pods cannot reach
+	// loopback, and the endpoint reconciler refuses it.
+	ServingAddress string
 }
+
+// errExitedCleanly is how a process that exited with status 0 before it was
+// ready exited: exec reports no error for it.
+var errExitedCleanly = errors.New("exit status 0")
 
 // Env is a running control plane.
 type Env struct {
@@ -99,22 +118,33 @@ func Start(opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	crds, err := CRDs()
-	if err != nil {
-		return nil, fmt.Errorf("read CRDs: %w", err)
-	}
 	scheme := sidecarscheme.New()
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		Scheme:                scheme,
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme},
-		ErrorIfCRDPathMissing: true,
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, Scheme: scheme}
+	if !opts.WithoutCRDs {
+		crds, err := CRDs()
+		if err != nil {
+			return nil, fmt.Errorf("read CRDs: %w", err)
+		}
+		env.CRDInstallOptions = envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme}
+		env.ErrorIfCRDPathMissing = true
 	}
 	if opts.Webhooks != nil {
 		env.WebhookInstallOptions = *opts.Webhooks
 	}
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceIPRange)
 	for name, value := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
+	// Made before the control plane: it may hold the apiserver's
+	// certificates.
+	dir, err := os.MkdirTemp("", dirPattern)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ServingAddress != "" {
+		if err := serveOn(env, opts.ServingAddress, dir); err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dir))
+		}
 	}
 	if opts.Output != nil {
 		env.AttachControlPlaneOutput = true
@@ -124,9 +154,9 @@ func Start(opts Options) (_ *Env, err error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("start etcd and kube-apiserver from %s: %w", assets, err)
+		return nil, errors.Join(fmt.Errorf("start etcd and kube-apiserver from %s: %w", assets, err), os.RemoveAll(dir))
 	}
-	e := &Env{Config: cfg, Scheme: scheme, env: env}
+	e := &Env{Config: cfg, Scheme: scheme, env: env, dir: dir}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.Stop())
@@ -138,9 +168,6 @@ func Start(opts Options) (_ *Env, err error) {
 	if e.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return nil, fmt.Errorf("client for the apiserver: %w", err)
 	}
-	if e.dir, err = os.MkdirTemp("", "sidecarset-testenv-"); err != nil {
-		return nil, err
-	}
 	admin, err := env.AddUser(envtest.User{Name: "sidecarset-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("add an administrator: %w", err)
@@ -149,34 +176,38 @@ func Start(opts Options) (_ *Env, err error) {
 		return nil, fmt.Errorf("administrator kubeconfig: %w", err)
 	}
 	if opts.ControllerManager {
-		if err := e.startControllerManager(assets, opts.Output); err != nil {
+		if err := e.startControllerManager(assets, opts.NodeLifecycle, opts.Output); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
 }
 
-func (e *Env) startControllerManager(assets string, out io.Writer) error {
+func (e *Env) startControllerManager(assets string, nodeLifecycle bool, out io.Writer) error {
 	kubeconfig := filepath.Join(e.dir, "kube-controller-manager.kubeconfig")
 	if err := os.WriteFile(kubeconfig, e.KubeConfig, 0o600); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
 	apiserver := e.env.ControlPlane.GetAPIServer()
+	// Simulated nodes do not renew leases the way the node lifecycle
+	// controller expects; with it on, their pods would be evicted.
+	controllers := "*,-nodelifecycle"
+	if nodeLifecycle {
+		controllers = "*"
+	}
 	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfig,
 		"--leader-elect=false",
 		// Signs the default ServiceAccounts' tokens with the apiserver's key.
-		"--service-account-private-key-file="+filepath.Join(apiserver.CertDir, "sa-signer.key"),
+		"--service-account-private-key-file="+filepath.Join(apiserver.CertDir, saSignerKey),
 		"--use-service-account-credentials=false",
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
-		// Simulated nodes do not renew leases the way the node lifecycle
-		// controller expects; with it on, their pods would be evicted.
-		"--controllers=*,-nodelifecycle",
+		"--controllers="+controllers,
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
 		"--concurrent-deployment-syncs=10",
@@ -206,7 +237,7 @@ func (e *Env) startControllerManager(assets string, out io.Writer) error {
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-e.kcmExited:
-			return false, fmt.Errorf("kube-controller-manager exited: %v", e.kcmErr)
+			return false, fmt.Errorf("kube-controller-manager exited: %w", cmp.Or(e.kcmErr, errExitedCleanly))
 		default:
 		}
 		sa := &corev1.ServiceAccount{}
@@ -256,8 +287,13 @@ func (e *Env) Stop() error {
 	return errors.Join(errs...)
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
+// dirPattern names the folder of a control plane's own files in the
+// temporary folder: kube-controller-manager's kubeconfig, and the
+// apiserver's certificates when it serves on ServingAddress.
+const dirPattern = "sidecarset-testenv-"
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)

@@ -635,7 +635,7 @@ func TestValidateCreateInvalid(t *testing.T) {
 		// conflicts with other SidecarSets
 		{
 			name:   "container name declared by an overlapping SidecarSet",
-			modify: func(s *v1alpha1.SidecarSet) {},
+			modify: func(*v1alpha1.SidecarSet) {},
 			others: []*v1alpha1.SidecarSet{other("other", "exporter")},
 			want:   err(field.ErrorTypeForbidden, "spec.containers[0].name"),
 			reason: `conflicts with SidecarSet "other", which can select the same pods and also declares container "exporter"`,
@@ -676,7 +676,7 @@ func TestValidateCreateInvalid(t *testing.T) {
 		},
 		{
 			name:   "conflicts with two SidecarSets, reported in name order",
-			modify: func(s *v1alpha1.SidecarSet) {},
+			modify: func(*v1alpha1.SidecarSet) {},
 			others: []*v1alpha1.SidecarSet{other("zeta", "exporter"), other("alpha", "exporter")},
 			want: []errSummary{
 				{field.ErrorTypeForbidden, "spec.containers[0].name"},
@@ -696,7 +696,7 @@ func TestValidateCreateValid(t *testing.T) {
 	runValidateCreate(t, []validateCase{
 		{
 			name:   "the converted OpenKruise example, mounting a volume of the pod",
-			modify: func(s *v1alpha1.SidecarSet) {},
+			modify: func(*v1alpha1.SidecarSet) {},
 		},
 		{
 			name: "partition together with updateStrategy.selector",
@@ -802,7 +802,7 @@ func TestValidateCreateValid(t *testing.T) {
 		},
 		{
 			name:   "same container name in a SidecarSet selecting other pods",
-			modify: func(s *v1alpha1.SidecarSet) {},
+			modify: func(*v1alpha1.SidecarSet) {},
 			others: func() []*v1alpha1.SidecarSet {
 				o := other("postgres-exporter", "exporter")
 				o.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/mysql": "false"}}
@@ -811,7 +811,7 @@ func TestValidateCreateValid(t *testing.T) {
 		},
 		{
 			name:   "same container name in a SidecarSet selecting other namespaces",
-			modify: func(s *v1alpha1.SidecarSet) {},
+			modify: func(*v1alpha1.SidecarSet) {},
 			others: func() []*v1alpha1.SidecarSet {
 				o := other("other", "exporter")
 				o.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
@@ -843,7 +843,7 @@ func TestValidateCreateValid(t *testing.T) {
 		},
 		{
 			name:   "an entry for the set itself among the others is ignored",
-			modify: func(s *v1alpha1.SidecarSet) {},
+			modify: func(*v1alpha1.SidecarSet) {},
 			others: []*v1alpha1.SidecarSet{mysqlExporter()},
 		},
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
@@ -41,8 +42,19 @@ type release struct {
 	failurePolicy  admissionregistrationv1.FailurePolicyType
 	timeoutSeconds int32
 	// excluded are the namespaces the pod webhook must skip, in any order.
-	excluded       []string
-	metricsService bool
+	excluded        []string
+	metricsService  bool
+	admissionPolicy bool
+	// policyOnly: the policy is rendered without its binding.
+	policyOnly bool
+	// serviceMonitor is the ServiceMonitor's interval and extra labels;
+	// nil when none is rendered.
+	serviceMonitor *serviceMonitor
+}
+
+type serviceMonitor struct {
+	interval monitoringv1.Duration
+	labels   map[string]string
 }
 
 var releases = []release{{
@@ -64,12 +76,15 @@ webhook:
 metrics:
   service:
     enabled: true
+admissionPolicy:
+  enabled: true
 `,
-	replicas:       1,
-	failurePolicy:  admissionregistrationv1.Ignore,
-	timeoutSeconds: 10,
-	excluded:       []string{"kube-system", "kube-public", "kube-node-lease", "legacy", "platform"},
-	metricsService: true,
+	replicas:        1,
+	failurePolicy:   admissionregistrationv1.Ignore,
+	timeoutSeconds:  10,
+	excluded:        []string{"kube-system", "kube-public", "kube-node-lease", "legacy", "platform"},
+	metricsService:  true,
+	admissionPolicy: true,
 }, {
 	// The release namespace, listed by the user too, is excluded once.
 	name:      "release namespace listed",
@@ -83,6 +98,38 @@ webhook:
 	failurePolicy:  admissionregistrationv1.Fail,
 	timeoutSeconds: 5,
 	excluded:       []string{"ops"},
+}, {
+	// The policy without the chart's binding, for one of the user's own.
+	name:      "admission policy only",
+	namespace: configNamespace,
+	values: `
+admissionPolicy:
+  enabled: true
+  binding: false
+`,
+	replicas:        2,
+	failurePolicy:   admissionregistrationv1.Fail,
+	timeoutSeconds:  5,
+	excluded:        []string{"kube-system", "kube-public", "kube-node-lease", configNamespace},
+	admissionPolicy: true,
+	policyOnly:      true,
+}, {
+	// The ServiceMonitor brings the metrics Service it scrapes through.
+	name:      "service monitor",
+	namespace: "monitoring-test",
+	values: `
+metrics:
+  serviceMonitor:
+    enabled: true
+    interval: 15s
+    labels: {release: prometheus}
+`,
+	replicas:       2,
+	failurePolicy:  admissionregistrationv1.Fail,
+	timeoutSeconds: 5,
+	excluded:       []string{"kube-system", "kube-public", "kube-node-lease", "monitoring-test"},
+	metricsService: true,
+	serviceMonitor: &serviceMonitor{interval: "15s", labels: map[string]string{"release": "prometheus"}},
 }}
 
 func TestChart(t *testing.T) {
@@ -92,11 +139,12 @@ func TestChart(t *testing.T) {
 			t.Run("objects", func(t *testing.T) { testObjects(t, rel, r) })
 			t.Run("webhooks", func(t *testing.T) { testWebhooks(t, rel, r) })
 			t.Run("rbac", func(t *testing.T) { testRBAC(t, rel, r) })
-			t.Run("rbac own names", func(t *testing.T) { testOwnNames(t, rel, r) })
+			t.Run("rbac own names", func(t *testing.T) { testOwnNames(t, r) })
 			t.Run("deployment", func(t *testing.T) { testDeployment(t, rel, r) })
 			t.Run("pdb", func(t *testing.T) { testPDB(t, rel, r) })
 			t.Run("metrics", func(t *testing.T) { testMetrics(t, rel, r) })
 			t.Run("notes", func(t *testing.T) { testNotes(t, rel, r) })
+			t.Run("admission policy", func(t *testing.T) { testAdmissionPolicy(t, rel, r) })
 		})
 	}
 }
@@ -109,6 +157,7 @@ func testObjects(t *testing.T, rel release, r rendered) {
 		key("Deployment", ns, "sidecarset-manager"),
 		key("Service", ns, "sidecarset-webhook"),
 		key("Secret", ns, "sidecarset-webhook-cert"),
+		key("Lease", ns, leaderElectionLease),
 		key("MutatingWebhookConfiguration", "", "sidecarset-mutating"),
 		key("ValidatingWebhookConfiguration", "", "sidecarset-validating"),
 	}
@@ -127,6 +176,15 @@ func testObjects(t *testing.T, rel release, r rendered) {
 	}
 	if rel.metricsService {
 		want = append(want, key("Service", ns, "sidecarset-metrics"))
+	}
+	if rel.serviceMonitor != nil {
+		want = append(want, key("ServiceMonitor", ns, "sidecarset-manager"))
+	}
+	if rel.admissionPolicy {
+		want = append(want, key("ValidatingAdmissionPolicy", "", admissionPolicy))
+		if !rel.policyOnly {
+			want = append(want, key("ValidatingAdmissionPolicyBinding", "", admissionPolicy))
+		}
 	}
 	slices.Sort(want)
 	if diff := cmp.Diff(want, r.objects.keys()); diff != "" {
@@ -233,7 +291,7 @@ var readVerbs = []string{"list", "watch"}
 // configurations, certificate Secret and Lease: any verb but list and watch
 // on those resources is granted for the manager's own names only, never
 // for every object.
-func testOwnNames(t *testing.T, rel release, r rendered) {
+func testOwnNames(t *testing.T, r rendered) {
 	_, _, args := manager(t, r)
 	own := map[schema.GroupResource][]string{
 		{Resource: "secrets"}:                              {args["--cert-secret"]},
@@ -585,6 +643,80 @@ func testMetrics(t *testing.T, rel release, r rendered) {
 	}
 	if got, want := ":"+strconv.Itoa(int(containerPort(t, c, svc.Spec.Ports[0].TargetPort))), args["--metrics-bind-address"]; got != want {
 		t.Errorf("Service sidecarset-metrics sends to %s, the manager serves metrics on --metrics-bind-address=%s", got, want)
+	}
+	if rel.serviceMonitor != nil {
+		testServiceMonitor(t, rel, r, svc)
+	}
+}
+
+// testServiceMonitor checks that the ServiceMonitor scrapes the manager's
+// replicas through the metrics Service, and through it alone, over plain
+// HTTP as the manager serves them.
+func testServiceMonitor(t *testing.T, rel release, r rendered, metrics *corev1.Service) {
+	sm := get[*monitoringv1.ServiceMonitor](t, r.objects, "ServiceMonitor", r.namespace, "sidecarset-manager")
+	for k, v := range rel.serviceMonitor.labels {
+		if sm.Labels[k] != v {
+			t.Errorf("ServiceMonitor label %s = %q, want %q (metrics.serviceMonitor.labels)", k, sm.Labels[k], v)
+		}
+	}
+	if got := sm.Spec.NamespaceSelector.MatchNames; !slices.Equal(got, []string{r.namespace}) {
+		t.Errorf("ServiceMonitor namespaceSelector.matchNames = %v, want [%s]", got, r.namespace)
+	}
+	selects(t, "the ServiceMonitor's selector", &sm.Spec.Selector, metrics.Labels)
+	webhook := get[*corev1.Service](t, r.objects, "Service", r.namespace, "sidecarset-webhook")
+	sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Matches(labels.Set(webhook.Labels)) {
+		t.Error("the ServiceMonitor's selector matches the webhook Service too: it would scrape port 443")
+	}
+	if len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("ServiceMonitor endpoints %+v, want one", sm.Spec.Endpoints)
+	}
+	ep := sm.Spec.Endpoints[0]
+	if ep.Port != metrics.Spec.Ports[0].Name {
+		t.Errorf("ServiceMonitor endpoint port %q, want the metrics Service's port %q", ep.Port, metrics.Spec.Ports[0].Name)
+	}
+	if ep.Path != "/metrics" || ep.Scheme == nil || !strings.EqualFold(string(*ep.Scheme), string(monitoringv1.SchemeHTTP)) {
+		t.Errorf("ServiceMonitor endpoint path %q scheme %v, want /metrics over http", ep.Path, ep.Scheme)
+	}
+	if ep.Interval != rel.serviceMonitor.interval {
+		t.Errorf("ServiceMonitor endpoint interval %q, want %q", ep.Interval, rel.serviceMonitor.interval)
+	}
+}
+
+// admissionPolicy names the optional ValidatingAdmissionPolicy and its
+// binding.
+const admissionPolicy = "sidecarset-restrict-sidecars"
+
+// testAdmissionPolicy checks that the optional policy and binding are
+// config/policy's, which test/security applies to a real apiserver, with
+// only the chart's labels added; with admissionPolicy.binding=false, the
+// policy alone (testObjects checks that no binding is rendered).
+func testAdmissionPolicy(t *testing.T, rel release, r rendered) {
+	if !rel.admissionPolicy {
+		return
+	}
+	config := readConfig(t, "policy/restrict-sidecars.yaml")
+	wantPolicy := get[*admissionregistrationv1.ValidatingAdmissionPolicy](t, config, "ValidatingAdmissionPolicy", "", admissionPolicy)
+	policy := get[*admissionregistrationv1.ValidatingAdmissionPolicy](t, r.objects, "ValidatingAdmissionPolicy", "", admissionPolicy)
+	if diff := cmp.Diff(wantPolicy.Spec, policy.Spec); diff != "" {
+		t.Errorf("ValidatingAdmissionPolicy spec differs from config/policy (-want +got):\n%s", diff)
+	}
+	labelled := []map[string]string{policy.Labels}
+	if !rel.policyOnly {
+		wantBinding := get[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, config, "ValidatingAdmissionPolicyBinding", "", admissionPolicy)
+		binding := get[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, r.objects, "ValidatingAdmissionPolicyBinding", "", admissionPolicy)
+		if diff := cmp.Diff(wantBinding.Spec, binding.Spec); diff != "" {
+			t.Errorf("ValidatingAdmissionPolicyBinding spec differs from config/policy (-want +got):\n%s", diff)
+		}
+		labelled = append(labelled, binding.Labels)
+	}
+	for _, labels := range labelled {
+		if labels["app.kubernetes.io/managed-by"] == "" {
+			t.Errorf("labels %v lack the chart's", labels)
+		}
 	}
 }
 

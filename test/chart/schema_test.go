@@ -47,7 +47,12 @@ func TestSchema(t *testing.T) {
 		{"image: {tags: v1}", "tags"},
 		{"podDisruptionBudget: {minAvailble: 1}", "minAvailble"},
 		{"metrics: {service: {enable: true}}", "enable"},
-		{"metrics: {serviceMonitor: {enabled: true}}", "serviceMonitor"},
+		{"admissionPolicy: {binding: 'no'}", "binding"},
+		{"admissionPolicy: {bindings: false}", "bindings"},
+		{"metrics: {serviceMonitor: {enable: true}}", "enable"},
+		{"metrics: {serviceMonitor: {interval: 30}}", "interval"},
+		{"metrics: {serviceMonitor: {interval: 30sec}}", "interval"},
+		{"metrics: {serviceMonitor: {labels: {release: [prometheus]}}}", "release"},
 		// Kubernetes objects handed to the pod: their own fields only.
 		{"resources: {request: {cpu: 1}}", "request"},
 		{"resources: {limits: {memory: [1Gi]}}", "memory"},
@@ -79,6 +84,8 @@ func TestSchemaAccepts(t *testing.T) {
 		"nodeSelector: {kubernetes.io/os: linux}",
 		"imagePullSecrets: [{name: registry}]",
 		"priorityClassName: system-cluster-critical",
+		"metrics: {serviceMonitor: {enabled: true, interval: 1m30s, labels: {release: prometheus}}}",
+		"metrics: {serviceMonitor: {enabled: true, interval: ''}}",
 		`affinity:
   podAntiAffinity:
     requiredDuringSchedulingIgnoredDuringExecution:

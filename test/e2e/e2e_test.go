@@ -32,10 +32,10 @@ const (
 	imageV2 = "sidecarset.test/busybox:v2"
 )
 
-// startNode starts the whole stack without simulated nodes, and a real
-// node against its apiserver; the node stops first, the control plane last.
-// Their logs are printed if the test failed. On SIGINT or SIGTERM both
-// stop, in that order, and the test binary exits non-zero.
+// startNode starts the whole stack on a real node, without simulated
+// nodes; the node stops first, the control plane last. Their logs are
+// printed if the test failed. On SIGINT or SIGTERM both stop, in that
+// order, and the test binary exits non-zero.
 func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -62,25 +62,12 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 		}
 	})
 	start := time.Now()
-	sys, err := stack.Start(context.Background(), stack.Options{APIServerFlags: realnode.APIServerFlags(), Output: logs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopSys := fixture.OnInterrupt(sys.Stop)
-	t.Cleanup(func() {
-		if err := stopSys(); err != nil {
-			t.Error(err)
-		}
-	})
-	assets, err := testenv.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeStart := time.Now()
-	node, err := realnode.Start(context.Background(), realnode.Options{
-		Assets:     assets,
-		KubeConfig: sys.Env.KubeConfig,
-		Images: []realnode.Image{
+	sys, err := stack.Start(context.Background(), stack.Options{
+		// For the default ServiceAccount, which the ServiceAccount
+		// admission on a real node's apiserver requires of every pod.
+		ControllerManager: true,
+		RealNode:          true,
+		RealImages: []realnode.Image{
 			{Ref: imageV1, Version: "v1"},
 			{Ref: imageV2, Version: "v2"},
 			{Ref: exporterImage, Version: exporterVersion, Exporter: true},
@@ -90,16 +77,16 @@ func startNode(t *testing.T) (*stack.Stack, *realnode.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopNode := fixture.OnInterrupt(node.Stop)
+	stopSys := fixture.OnInterrupt(sys.Stop)
 	t.Cleanup(func() {
 		start := time.Now()
-		if err := stopNode(); err != nil {
+		if err := stopSys(); err != nil {
 			t.Error(err)
 		}
-		t.Logf("node stopped in %v", time.Since(start).Round(time.Millisecond))
+		t.Logf("node and control plane stopped in %v", time.Since(start).Round(time.Millisecond))
 	})
-	t.Logf("control plane and manager up in %v, node Ready %v later",
-		nodeStart.Sub(start).Round(time.Millisecond), time.Since(nodeStart).Round(time.Millisecond))
+	t.Logf("node, control plane and manager up in %v", time.Since(start).Round(time.Millisecond))
+	node := sys.Node
 	return sys, node
 }
 

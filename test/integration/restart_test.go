@@ -31,7 +31,9 @@ func TestManagerRestart(t *testing.T) {
 
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
 	f.WaitPods("the first pod written", func(ps []corev1.Pod) bool { return fixture.CountImage(ps, "exporter:v2") > 0 })
-	sys.StopManager()
+	if err := sys.StopManager(); err != nil {
+		t.Fatal(err)
+	}
 	if err := sys.StartManager(); err != nil {
 		t.Fatalf("start the manager again: %v", err)
 	}

@@ -358,7 +358,9 @@ func TestProgressTimeInStatus(t *testing.T) {
 	var lastRestart time.Time
 	for range 5 {
 		time.Sleep(time.Second)
-		sys.StopManager()
+		if err := sys.StopManager(); err != nil {
+			t.Fatal(err)
+		}
 		if err := sys.StartManager(); err != nil {
 			t.Fatalf("start the manager again: %v", err)
 		}

@@ -37,6 +37,11 @@ func run(m *testing.M) int {
 	}
 	env, sys = cluster.Env, cluster.Stack
 	code := m.Run()
+	// TestMetrics runs the manager's binary (fixture.Cluster.ManagerProcess).
+	if err := testenv.RemoveManagerBinary(); err != nil {
+		fmt.Fprintln(os.Stderr, "remove the manager's binary:", err)
+		code = 1
+	}
 	if code != 0 && cluster.Kind == fixture.Real {
 		fmt.Fprintf(os.Stderr, "control plane and node logs:\n%s", cluster.Logs())
 	}

@@ -193,7 +193,7 @@ func (e *exporter) serve(ctx context.Context, ln net.Listener, cfg config, log *
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("requests still in flight %v after %v: %w", cfg.shutdownTimeout, context.Cause(ctx), err)
+		return fmt.Errorf("requests still in flight %v after %w: %w", cfg.shutdownTimeout, context.Cause(ctx), err)
 	}
 	log.Info("stopped serving, requests in flight finished", "cause", context.Cause(ctx).Error(), "took", e.now().Sub(start).String())
 	return nil
