@@ -17,9 +17,9 @@ type mutation struct {
 	set    *v1alpha1.SidecarSet
 	record revision.SetState
 	// The containers' literals, each list in declared order.
-	before, after, initBefore, initAfter []string
-	volumes                              []named
-	pullSecrets                          []named
+	before, after, initBefore []string
+	volumes                   []named
+	pullSecrets               []named
 }
 
 // named is a literal with the name the pod may already use.
@@ -43,7 +43,11 @@ func newMutation(set *v1alpha1.SidecarSet) (*mutation, error) {
 			case i == 0:
 				m.before = append(m.before, lit)
 			case after:
-				m.initAfter = append(m.initAfter, lit)
+				// With no init container of the pod's own between them, the
+				// records cannot tell another set's before from its after
+				// containers, so this one's place would depend on the order
+				// the policies ran in.
+				return nil, unsupported("init container %q is AfterAppContainer, whose place among other sets' init containers a policy cannot know", c.Name)
 			default:
 				m.initBefore = append(m.initBefore, lit)
 			}
@@ -81,8 +85,8 @@ func recordMarker(nameExpr string, init bool) string {
 // earlier and later are the per-set records of the sets before and after
 // this one by name. The placement variables are the indexes between which
 // the set's containers go: first, the first container no earlier set
-// recorded (the containers' length when there is none); end, one past the
-// last container no later set recorded (0 when there is none).
+// recorded (the containers' length when there is none); Kept, ending with
+// one past the last container no later set recorded (0 when there is none).
 func (m *mutation) variables() []admissionregistrationv1.Variable {
 	name := strconv.Quote(m.set.Name)
 	records := func(op string) string {
@@ -94,22 +98,22 @@ func (m *mutation) variables() []admissionregistrationv1.Variable {
 		{Name: "earlier", Expression: records("<")},
 		{Name: "later", Expression: records(">")},
 	}
-	place := func(prefix, field string, init bool) {
+	place := func(prefix, field string, init, after bool) {
 		list := "object.spec." + field
-		vars = append(vars,
-			admissionregistrationv1.Variable{Name: prefix + "First", Expression: fmt.Sprintf(
-				`(%s.transformList(i, c, !variables.earlier.exists(r, r.contains(%s)), i) + [size(%s)])[0]`,
-				list, recordMarker("c.name", init), list)},
-			admissionregistrationv1.Variable{Name: prefix + "Kept", Expression: fmt.Sprintf(
+		vars = append(vars, admissionregistrationv1.Variable{Name: prefix + "First", Expression: fmt.Sprintf(
+			`(%s.transformList(i, c, !variables.earlier.exists(r, r.contains(%s)), i) + [size(%s)])[0]`,
+			list, recordMarker("c.name", init), list)})
+		if after {
+			vars = append(vars, admissionregistrationv1.Variable{Name: prefix + "Kept", Expression: fmt.Sprintf(
 				`[0] + %s.transformList(i, c, !variables.later.exists(r, r.contains(%s)), i + 1)`,
-				list, recordMarker("c.name", init))},
-		)
+				list, recordMarker("c.name", init))})
+		}
 	}
 	if len(m.before)+len(m.after) > 0 {
-		place("containers", "containers", false)
+		place("containers", "containers", false, len(m.after) > 0)
 	}
-	if len(m.initBefore)+len(m.initAfter) > 0 {
-		place("initContainers", "initContainers", true)
+	if len(m.initBefore) > 0 {
+		place("initContainers", "initContainers", true, false)
 	}
 	return vars
 }
@@ -121,11 +125,10 @@ func (m *mutation) expression() string {
 	if len(m.before)+len(m.after) > 0 {
 		parts = append(parts, "["+strings.Join(placed("/spec/containers", "variables.containers", m.before, m.after), ", ")+"]")
 	}
-	if len(m.initBefore)+len(m.initAfter) > 0 {
-		all := append(append([]string(nil), m.initBefore...), m.initAfter...)
+	if len(m.initBefore) > 0 {
 		parts = append(parts, fmt.Sprintf(`(has(object.spec.initContainers) ? [%s] : [%s])`,
-			strings.Join(placed("/spec/initContainers", "variables.initContainers", m.initBefore, m.initAfter), ", "),
-			addOp(strconv.Quote("/spec/initContainers"), "["+strings.Join(all, ", ")+"]")))
+			strings.Join(placed("/spec/initContainers", "variables.initContainers", m.initBefore, nil), ", "),
+			addOp(strconv.Quote("/spec/initContainers"), "["+strings.Join(m.initBefore, ", ")+"]")))
 	}
 	if len(m.volumes) > 0 {
 		parts = append(parts, merged("volumes", m.volumes))

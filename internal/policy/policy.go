@@ -29,11 +29,13 @@
 // BeforeAppContainer containers go after the leading containers that sets
 // earlier by name recorded, its AfterAppContainer ones before the trailing
 // containers of later sets, whatever order the policies ran in. Worked case
-// (inject's): pod [app], init [setup]; set "a" with proxy, log (After) and
-// native mesh-init; set "b" with exporter and init wait (After). Whether a
-// or b runs first, the pod gets [proxy exporter app log] and
-// [mesh-init setup wait]. Volumes and imagePullSecrets are appended in the
-// order the policies ran.
+// (inject's, without its AfterAppContainer init container): pod [app],
+// init [setup]; set "a" with proxy, log (After) and native mesh-init; set
+// "b" with exporter and init wait. Whether a or b runs first, the pod gets
+// [proxy exporter app log] and [mesh-init wait setup]. An AfterAppContainer
+// init container is Unsupported: a pod often has no init container of its
+// own to tell the sets' before and after init containers apart. Volumes and
+// imagePullSecrets are appended in the order the policies ran.
 //
 // # Records
 //

@@ -32,6 +32,7 @@ func TestCompileUnsupported(t *testing.T) {
 		{"invalid selector", testutil.SidecarSet("s").LabelSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "app", Operator: "Near", Values: []string{"db"}}}}).Obj(), "spec.selector"},
 		{"a container declared twice", testutil.SidecarSet("s").Selector(db).Container("x", "i").Container("x", "j").Obj(), `container "x" twice`},
+		{"an AfterAppContainer init container", testutil.SidecarSet("s").Selector(db).InitContainers(testutil.Container("w", "i").Sidecar(v1alpha1.AfterAppContainer)).Obj(), "AfterAppContainer"},
 		{"own ports clash", testutil.SidecarSet("s").Selector(db).Containers(port("a", 80), port("b", 80)).Obj(), "clashing ports"},
 	}
 	for _, tt := range tests {

@@ -68,7 +68,7 @@ func diffCorpus() []diffCase {
 			pods: []*corev1.Pod{diffPod("p").Obj(), diffPod("other").Labels(map[string]string{"policydiff.example/app": "web"}).Obj()}},
 		{name: "placement across two sets (the package documentation's case)", sets: []*v1alpha1.SidecarSet{
 			diffSet("pd-b").Containers(testutil.Container("exporter", diffProxy).Sidecar(v1alpha1.BeforeAppContainer)).
-				InitContainers(testutil.Container("wait", diffProxy).Sidecar(v1alpha1.AfterAppContainer)).Obj(),
+				InitContainers(testutil.Container("wait", diffProxy).Sidecar("")).Obj(),
 			diffSet("pd-a").Containers(testutil.Container("proxy", diffProxy).Sidecar(""), testutil.Container("log", diffProxy).Sidecar(v1alpha1.AfterAppContainer)).
 				InitContainers(native).Obj()},
 			pods: []*corev1.Pod{diffPod("p").InitContainers(testutil.Container("setup", diffApp).Obj()).Obj(), diffPod("bare").Obj()}},
@@ -158,11 +158,14 @@ func genCase(rt *rapid.T, n int) diffCase {
 	for i := range sets {
 		b := diffSet(fmt.Sprintf("pd-g%d-%c", n, 'a'+rune(rapid.IntRange(0, 5).Draw(rt, "name"))+rune(i*6)))
 		var cs, ics []v1alpha1.SidecarContainer
-		for j := range rapid.IntRange(0, 2).Draw(rt, "containers") {
+		for j := range rapid.IntRange(1, 2).Draw(rt, "containers") {
 			name := rapid.SampledFrom(containerNames).Draw(rt, "cname") + fmt.Sprintf("-%d%d", i, j)
 			c := testutil.Container(name, diffProxy)
+			// A mount of a volume only another set declares depends on
+			// the order the policies run in (a listed limit): sets mount
+			// what they declare or what the pod may declare.
 			if rapid.Bool().Draw(rt, "mount") {
-				c = c.VolumeMount(rapid.SampledFrom(vols).Draw(rt, "vol"), "/m")
+				c = c.VolumeMount(rapid.SampledFrom([]string{"pv", "own"}).Draw(rt, "vol"), "/m")
 			}
 			cs = append(cs, c.Sidecar(rapid.SampledFrom([]v1alpha1.PodInjectPolicy{"", v1alpha1.AfterAppContainer}).Draw(rt, "policy")))
 		}
@@ -171,9 +174,10 @@ func genCase(rt *rapid.T, n int) diffCase {
 			if rapid.Bool().Draw(rt, "native") {
 				c = c.RestartAlways()
 			}
-			ics = append(ics, c.Sidecar(rapid.SampledFrom([]v1alpha1.PodInjectPolicy{"", v1alpha1.AfterAppContainer}).Draw(rt, "ipolicy")))
+			ics = append(ics, c.Sidecar(rapid.SampledFrom([]v1alpha1.PodInjectPolicy{"", v1alpha1.BeforeAppContainer}).Draw(rt, "ipolicy")))
 		}
 		b = b.Containers(cs...).InitContainers(ics...)
+		b = b.Volumes(testutil.EmptyDirVolume("own"))
 		if rapid.Bool().Draw(rt, "declares") {
 			b = b.Volumes(testutil.EmptyDirVolume(rapid.SampledFrom(vols).Draw(rt, "svol")))
 		}
@@ -187,7 +191,7 @@ func genCase(rt *rapid.T, n int) diffCase {
 		p = p.InitContainers(testutil.Container("setup", diffApp).Obj())
 	}
 	if rapid.Bool().Draw(rt, "podVolume") {
-		p = p.Volumes(testutil.HostPathVolume(rapid.SampledFrom(vols).Draw(rt, "pvol"), "/srv"))
+		p = p.Volumes(testutil.HostPathVolume(rapid.SampledFrom(append([]string{"pv"}, vols...)).Draw(rt, "pvol"), "/srv"))
 	}
 	if rapid.Bool().Draw(rt, "podSecret") {
 		p = p.ImagePullSecrets("s2")
@@ -341,7 +345,11 @@ func podDiff(hooked, policied *corev1.Pod) string {
 		RecordsErr  string
 	}
 	of := func(p *corev1.Pod) view {
-		v := view{Spec: p.Spec, Labels: p.Labels, Annotations: map[string]string{}}
+		v := view{Spec: *p.Spec.DeepCopy(), Labels: p.Labels, Annotations: map[string]string{}}
+		// Across sets, the policy path appends these in the order the
+		// apiserver ran the policies (a listed limit): compared by name.
+		slices.SortFunc(v.Spec.Volumes, func(a, b corev1.Volume) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(v.Spec.ImagePullSecrets, func(a, b corev1.LocalObjectReference) int { return strings.Compare(a.Name, b.Name) })
 		state, err := revision.Decode(p.Annotations)
 		v.Records = state
 		if err != nil {
