@@ -187,10 +187,10 @@ func portConditions(set *v1alpha1.SidecarSet) ([]admissionregistrationv1.MatchCo
 		clashes = append(clashes, fmt.Sprintf(`((has(q.protocol) ? q.protocol : "TCP") == %s && (%s))`, proto, clash))
 	}
 	if len(clashes) > 0 {
-		any := strings.Join(clashes, " || ")
+		anyClash := strings.Join(clashes, " || ")
 		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "ports-free", Expression: fmt.Sprintf(
 			`!object.spec.containers.exists(c, has(c.ports) && c.ports.exists(q, %[1]s)) && `+
-				`!(has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.restartPolicy) && c.restartPolicy == "Always" && has(c.ports) && c.ports.exists(q, %[1]s)))`, any)})
+				`!(has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.restartPolicy) && c.restartPolicy == "Always" && has(c.ports) && c.ports.exists(q, %[1]s)))`, anyClash)})
 	}
 	if slices.ContainsFunc(regular, func(p corev1.ContainerPort) bool { return p.HostPort != 0 && p.HostPort != p.ContainerPort }) {
 		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "not-host-network",

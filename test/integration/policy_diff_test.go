@@ -263,7 +263,7 @@ func runDiff(t *testing.T, tc diffCase) {
 				return apierrors.IsNotFound(err), nil
 			})
 		}
-		waitProbeCtx(t, context.Background(), polNS, false)
+		waitProbeCtx(context.Background(), t, polNS, false)
 	}()
 	waitProbe(t, polNS, true)
 	policied := createAll(t, polNS, tc.pods)
@@ -297,10 +297,10 @@ func diffNamespace(t *testing.T, labels map[string]string) string {
 // sidecar (want) or no longer gets it.
 func waitProbe(t *testing.T, ns string, want bool) {
 	t.Helper()
-	waitProbeCtx(t, t.Context(), ns, want)
+	waitProbeCtx(t.Context(), t, ns, want)
 }
 
-func waitProbeCtx(t *testing.T, ctx context.Context, ns string, want bool) {
+func waitProbeCtx(ctx context.Context, t *testing.T, ns string, want bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		p := testutil.Pod(ns, "probe").Labels(map[string]string{"policydiff.example/probe": "true"}).Containers(testutil.Container("app", diffApp).Obj()).Obj()
