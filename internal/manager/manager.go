@@ -71,6 +71,10 @@ type Options struct {
 	// webhook calls still arrive, and with failurePolicy Fail each one
 	// that finds the listener closed fails a pod's creation.
 	ShutdownDrain time.Duration
+	// Injection says how new pods get their sidecars: through the pod
+	// webhook, through a MutatingAdmissionPolicy per SidecarSet inside the
+	// apiserver, or the policy where the apiserver serves it (Injections).
+	Injection Injection
 	// GracefulShutdown bounds how long the manager waits, after the drain,
 	// for its controllers and webhooks to finish. The drain, this and a
 	// margin for giving up the Lease must fit in the pod's
@@ -96,6 +100,7 @@ func DefaultOptions() Options {
 		Workers:          controller.DefaultWorkers,
 		ShutdownDrain:    5 * time.Second,
 		GracefulShutdown: 10 * time.Second,
+		Injection:        InjectionWebhook,
 	}
 }
 
