@@ -162,6 +162,7 @@ func recordAdmitted(pod *corev1.Pod) bool {
 	state, changed := rollout.RecordAdmitted(state, pod)
 	if changed {
 		pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
+		revision.DropPerSet(pod.Annotations)
 	}
 	return changed
 }
