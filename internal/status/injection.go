@@ -125,7 +125,8 @@ func Injection(in InjectionInput) InjectionResult {
 		}
 	}
 	res.Status.ObservedGeneration = in.Generation
-	res.Status.LastTransitionTime = metav1.NewTime(in.Now)
+	// In the precision the apiserver keeps, so that it reads back equal.
+	res.Status.LastTransitionTime = metav1.NewTime(in.Now).Rfc3339Copy()
 	if in.Previous != nil && in.Previous.Path == res.Status.Path {
 		res.Status.LastTransitionTime = in.Previous.LastTransitionTime
 	}
