@@ -64,9 +64,6 @@ func matchConditions(set *v1alpha1.SidecarSet) ([]admissionregistrationv1.MatchC
 			Expression: "has(object.spec.volumes) && " + strings.Join(each, " && ")})
 	}
 	conds = append(conds, ports...)
-	if c, ok := podSecurityCondition(set); ok {
-		conds = append(conds, c)
-	}
 	return conds, nil
 }
 
@@ -203,13 +200,15 @@ func portConditions(set *v1alpha1.SidecarSet) ([]admissionregistrationv1.MatchCo
 }
 
 // podSecurityCondition keeps the set out of namespaces that enforce a Pod
-// Security level its sidecars break. CEL cannot run the apiserver's checks
+// Security level its sidecars break, as a CEL expression over
+// namespaceObject (which matchConditions do not see, so the mutation
+// tests it), or "" when the sidecars meet every level. CEL cannot run the apiserver's checks
 // on the whole pod, so the sidecars are judged alone, in a pod that sets
 // nothing else: a sidecar that meets "restricted" only thanks to the pod's
 // own securityContext is kept out of restricted namespaces, where the
 // webhook would inject it into such a pod. Judging the other way would let
 // the policy make a pod's creation fail.
-func podSecurityCondition(set *v1alpha1.SidecarSet) (admissionregistrationv1.MatchCondition, bool) {
+func podSecurityCondition(set *v1alpha1.SidecarSet) string {
 	spec := &corev1.PodSpec{Volumes: set.Spec.Volumes}
 	for _, c := range set.Spec.Containers {
 		spec.Containers = append(spec.Containers, c.Container)
@@ -228,13 +227,13 @@ func podSecurityCondition(set *v1alpha1.SidecarSet) (admissionregistrationv1.Mat
 	var allowed []string
 	switch {
 	case passes(psapi.LevelRestricted):
-		return admissionregistrationv1.MatchCondition{}, false
+		return ""
 	case passes(psapi.LevelBaseline):
 		allowed = []string{string(psapi.LevelPrivileged), string(psapi.LevelBaseline)}
 	default:
 		allowed = []string{string(psapi.LevelPrivileged)}
 	}
-	return admissionregistrationv1.MatchCondition{Name: "pod-security", Expression: fmt.Sprintf(
+	return fmt.Sprintf(
 		`!has(namespaceObject.metadata.labels) || !(%[1]q in namespaceObject.metadata.labels) || namespaceObject.metadata.labels[%[1]q] in %[2]s`,
-		psapi.EnforceLevelLabel, celList(allowed))}, true
+		psapi.EnforceLevelLabel, celList(allowed))
 }

@@ -134,7 +134,11 @@ func (m *mutation) expression() string {
 		parts = append(parts, merged("imagePullSecrets", m.pullSecrets))
 	}
 	parts = append(parts, m.records(), managedLabel())
-	return strings.Join(parts, " +\n")
+	patch := strings.Join(parts, " +\n")
+	if cond := podSecurityCondition(m.set); cond != "" {
+		return fmt.Sprintf("(%s) ?\n%s\n: []", cond, patch)
+	}
+	return patch
 }
 
 // placed returns the operations adding before and after into the list at

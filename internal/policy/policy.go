@@ -14,9 +14,10 @@
 //   - matchConditions: the pod has not opted out, carries no record of the
 //     set, uses none of its container names, declares every volume the
 //     sidecars mount that the set does not, has no port the sidecars would
-//     clash with, and its namespace enforces no Pod Security level the
-//     sidecars would break (see podSecurityCondition);
-//   - one JSONPatch mutation: the containers in place, volumes and
+//     clash with;
+//   - one JSONPatch mutation, empty when the namespace enforces a Pod
+//     Security level the sidecars break (see podSecurityCondition): the
+//     containers in place, volumes and
 //     imagePullSecrets the pod lacks, the per-set record and
 //     sidecarset.dev/injected, and the label sidecarset.dev/managed.
 //
