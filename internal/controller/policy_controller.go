@@ -151,6 +151,12 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.inStep[set.Name] = inStep{hash: hash, since: r.Clock.Now()}
 		r.mu.Unlock()
 	}
+	if set.Status.ObservedGeneration == 0 {
+		// The status subresource refuses a status without the rollout's
+		// counts, which the SidecarSet controller writes first. Until then
+		// the webhook injects the set, as it does without status.injection.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	// The status before a removal: the webhook must have taken the set
 	// back (status.Injection waits for that) before its policy goes.
 	if err := r.writeStatus(ctx, set, res.Status); err != nil {
