@@ -204,10 +204,15 @@ func runDiff(t *testing.T, tc diffCase) {
 
 	// Through the webhook.
 	hookNS := diffNamespace(t, tc.nsLabels)
+	// stored are the sets as the apiserver stored them (defaulted), which
+	// the controller compiles.
+	var stored []*v1alpha1.SidecarSet
 	for _, s := range append(slices.Clone(tc.sets), probe) {
-		if err := c.Create(ctx, s.DeepCopy()); err != nil {
+		s = s.DeepCopy()
+		if err := c.Create(ctx, s); err != nil {
 			t.Fatalf("create SidecarSet %s: %v", s.Name, err)
 		}
+		stored = append(stored, s)
 	}
 	// The cache sees the sets in the order they were created.
 	waitProbe(t, hookNS, true)
@@ -222,11 +227,14 @@ func runDiff(t *testing.T, tc diffCase) {
 	// Through the policies.
 	polNS := diffNamespace(t, tc.nsLabels)
 	var compiled []policy.Compiled
-	for _, s := range append(slices.Clone(tc.sets), probe) {
+	for _, s := range stored {
 		cp, err := policy.Compile(s, policy.Options{ManagerNamespace: "sidecarset-system"})
 		if err != nil {
 			t.Fatalf("compile %s: %v", s.Name, err)
 		}
+		// The sets are gone: their garbage collection must not take the
+		// policies.
+		cp.Policy.OwnerReferences, cp.Binding.OwnerReferences = nil, nil
 		compiled = append(compiled, cp)
 	}
 	for _, cp := range compiled {
@@ -239,7 +247,7 @@ func runDiff(t *testing.T, tc diffCase) {
 			t.Fatalf("create binding %s: %v", cp.Binding.Name, err)
 		}
 	}
-	t.Cleanup(func() {
+	defer func() {
 		for _, cp := range compiled {
 			_ = c.Delete(context.Background(), cp.Binding)
 			_ = c.Delete(context.Background(), cp.Policy)
@@ -251,8 +259,8 @@ func runDiff(t *testing.T, tc diffCase) {
 				return apierrors.IsNotFound(err), nil
 			})
 		}
-		waitProbe(t, polNS, false)
-	})
+		waitProbeCtx(t, context.Background(), polNS, false)
+	}()
 	waitProbe(t, polNS, true)
 	policied := createAll(t, polNS, tc.pods)
 
@@ -285,7 +293,12 @@ func diffNamespace(t *testing.T, labels map[string]string) string {
 // sidecar (want) or no longer gets it.
 func waitProbe(t *testing.T, ns string, want bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	waitProbeCtx(t, t.Context(), ns, want)
+}
+
+func waitProbeCtx(t *testing.T, ctx context.Context, ns string, want bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		p := testutil.Pod(ns, "probe").Labels(map[string]string{"policydiff.example/probe": "true"}).Containers(testutil.Container("app", diffApp).Obj()).Obj()
 		p.Spec.AutomountServiceAccountToken = new(false)
 		if err := env.Client.Create(ctx, p, client.DryRunAll); err != nil {
