@@ -238,12 +238,12 @@ type SidecarSetSpec struct {
 type InjectionPath string
 
 const (
-	// InjectionPolicy: a MutatingAdmissionPolicy the manager keeps for the
+	// InjectionPolicy means a MutatingAdmissionPolicy the manager keeps for the
 	// set injects it inside the apiserver, whether the manager runs or not.
 	InjectionPolicy InjectionPath = "Policy"
-	// InjectionWebhook: the manager's pod webhook injects the set.
+	// InjectionWebhook means the manager's pod webhook injects the set.
 	InjectionWebhook InjectionPath = "Webhook"
-	// InjectionNone: nothing injects the set (injectionStrategy.paused).
+	// InjectionNone means nothing injects the set (injectionStrategy.paused).
 	InjectionNone InjectionPath = "None"
 )
 

@@ -14,12 +14,12 @@ import (
 type Mode string
 
 const (
-	// ModePolicy: SidecarSets a policy can express are injected by their
+	// ModePolicy means SidecarSets a policy can express are injected by their
 	// MutatingAdmissionPolicy, the others by the webhook.
 	ModePolicy Mode = "Policy"
-	// ModeWebhook: --injection=webhook; every set is injected by the webhook.
+	// ModeWebhook is --injection=webhook: every set is injected by the webhook.
 	ModeWebhook Mode = "Webhook"
-	// ModeNotServed: --injection=auto against an apiserver that does not
+	// ModeNotServed is --injection=auto against an apiserver that does not
 	// serve MutatingAdmissionPolicy v1; every set is injected by the webhook.
 	ModeNotServed Mode = "NotServed"
 )
