@@ -1,7 +1,7 @@
 // Command importguard fails when a package that decides without a cluster
 // depends on a Kubernetes client, directly or through any package it imports.
 //
-// The pure packages (inject, revision, rollout, status, validation) take plain
+// The pure packages (inject, policy, revision, rollout, status, validation) take plain
 // values and return plain values; the controllers and webhooks read and write
 // the cluster around them. Types from k8s.io/api and k8s.io/apimachinery are
 // fine; k8s.io/client-go and sigs.k8s.io/controller-runtime are not.
@@ -28,6 +28,7 @@ import (
 // purePackages are the packages that must not depend on a client.
 var purePackages = []string{
 	"github.com/sidecarset/sidecarset/internal/inject/...",
+	"github.com/sidecarset/sidecarset/internal/policy/...",
 	"github.com/sidecarset/sidecarset/internal/revision/...",
 	"github.com/sidecarset/sidecarset/internal/rollout/...",
 	"github.com/sidecarset/sidecarset/internal/status/...",

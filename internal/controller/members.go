@@ -293,6 +293,7 @@ func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key ty
 			next.Labels = map[string]string{}
 		}
 		next.Annotations[v1alpha1.AnnotationState] = state
+		revision.DropPerSet(next.Annotations)
 		next.Annotations[v1alpha1.AnnotationInjected] = withName(pod.Annotations[v1alpha1.AnnotationInjected], set.Name)
 		next.Labels[v1alpha1.LabelManaged] = "true"
 		if err := r.Client.Patch(ctx, next, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {

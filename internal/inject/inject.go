@@ -290,6 +290,9 @@ func dropStale(state revision.State, pod *corev1.Pod) []string {
 // writeRecords writes state, the list of injected sets and the managed label
 // into pod, or removes all three when state is empty.
 func writeRecords(pod *corev1.Pod, state revision.State) {
+	// The state was decoded from both forms of the records; it is written
+	// back in the one annotation.
+	revision.DropPerSet(pod.Annotations)
 	if len(state) == 0 {
 		delete(pod.Annotations, v1alpha1.AnnotationState)
 		delete(pod.Annotations, v1alpha1.AnnotationInjected)

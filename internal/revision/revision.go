@@ -263,8 +263,55 @@ func (s SetState) Container(name string) (ContainerState, bool) {
 	return ContainerState{}, false
 }
 
-// Decode reads the state annotation from a pod's annotations. A pod without
-// the annotation has an empty State.
+// PerSetPrefix starts the key of a per-set record annotation.
+//
+// # Per-set records
+//
+// A record may also take a per-set form: the annotation
+// state.sidecarset.dev/<set name> holding that one set's entry, exactly as
+// Encode writes it under the set's key in sidecarset.dev/state. A
+// MutatingAdmissionPolicy writes this form, since CEL cannot rewrite one JSON
+// annotation for several sets (internal/policy). Decode reads both forms, a
+// per-set key overriding the entry of the same set in sidecarset.dev/state;
+// the next write of the pod's records (Put, then DropPerSet) folds the
+// per-set keys into sidecarset.dev/state and removes them. A set whose name
+// is longer than 63 characters has no per-set form. Example, a pod injected
+// by the policy of "mysql-exporter":
+//
+//	state.sidecarset.dev/mysql-exporter: {"revision":"mysql-exporter-5d8c7f9b2x",
+//	  "hash":"5d8c7f9b2x","imagelessHash":"w4b2c9d7f6",
+//	  "containers":[{"name":"exporter","image":"prom/mysqld-exporter:v0.15.1"}]}
+//	sidecarset.dev/injected: mysql-exporter
+const PerSetPrefix = "state.sidecarset.dev/"
+
+// PerSetKey is the annotation key of the per-set record of the SidecarSet
+// named name.
+func PerSetKey(name string) string { return PerSetPrefix + name }
+
+// DropPerSet removes every per-set record key from annotations: a caller
+// that wrote the records returned by Put or Encode of a decoded State into
+// sidecarset.dev/state has folded them in.
+func DropPerSet(annotations map[string]string) {
+	for k := range annotations {
+		if strings.HasPrefix(k, PerSetPrefix) {
+			delete(annotations, k)
+		}
+	}
+}
+
+// EncodeSetState returns the JSON of one set's entry, as Encode writes it
+// within the state and as the per-set form holds it.
+func EncodeSetState(s SetState) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("marshal pod state: %v", err))
+	}
+	return string(b)
+}
+
+// Decode reads the records from a pod's annotations: the state annotation
+// and the per-set keys (see PerSetPrefix). A pod without either has an
+// empty State.
 //
 // Each SidecarSet's entry is read on its own, so that one set's damaged
 // entry leaves the others' records usable: State holds every entry that can
@@ -294,18 +341,22 @@ func Decode(annotations map[string]string) (State, error) {
 	return s, nil
 }
 
-// entries splits the state annotation into its entries, undecoded.
+// entries splits the state annotation into its entries, undecoded, with the
+// per-set keys' entries over them.
 func entries(annotations map[string]string) (map[string]json.RawMessage, error) {
-	value, ok := annotations[v1alpha1.AnnotationState]
-	if !ok || value == "" {
-		return map[string]json.RawMessage{}, nil
+	raw := map[string]json.RawMessage{}
+	if value := annotations[v1alpha1.AnnotationState]; value != "" {
+		if err := json.Unmarshal([]byte(value), &raw); err != nil {
+			return nil, &CorruptError{Err: fmt.Errorf("decode annotation %s: %w", v1alpha1.AnnotationState, err)}
+		}
+		if raw == nil {
+			return nil, &CorruptError{Err: fmt.Errorf("decode annotation %s: not a JSON object", v1alpha1.AnnotationState)}
+		}
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(value), &raw); err != nil {
-		return nil, &CorruptError{Err: fmt.Errorf("decode annotation %s: %w", v1alpha1.AnnotationState, err)}
-	}
-	if raw == nil {
-		return nil, &CorruptError{Err: fmt.Errorf("decode annotation %s: not a JSON object", v1alpha1.AnnotationState)}
+	for k, v := range annotations {
+		if name, ok := strings.CutPrefix(k, PerSetPrefix); ok {
+			raw[name] = json.RawMessage(v)
+		}
 	}
 	return raw, nil
 }
@@ -342,8 +393,10 @@ func (e *CorruptError) Of(name string) bool {
 
 // Put returns the value of the state annotation with the entry of the
 // SidecarSet named name set to s. Every other entry is kept as it was,
-// readable or not: writing one set's record never drops another's. It fails
-// only when the annotation as a whole is not a JSON object.
+// readable or not: writing one set's record never drops another's. The
+// per-set keys are folded in; the caller removes them (DropPerSet) when it
+// writes the value. It fails only when the annotation as a whole is not a
+// JSON object.
 func Put(annotations map[string]string, name string, s SetState) (string, error) {
 	raw, err := entries(annotations)
 	if err != nil {

@@ -292,3 +292,75 @@ func TestDefaultPullPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodePerSetForm(t *testing.T) {
+	a := SetState{Revision: "a-1", Hash: "1", ImagelessHash: "i1", Containers: []ContainerState{{Name: "proxy", Image: "proxy:1"}}}
+	aNewer := SetState{Revision: "a-2", Hash: "2", ImagelessHash: "i2", Containers: []ContainerState{{Name: "proxy", Image: "proxy:2"}}}
+	b := SetState{Revision: "b-1", Hash: "3", ImagelessHash: "i3", Containers: []ContainerState{{Name: "mesh", Init: true, Image: "mesh:1"}}}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        State
+		wantCorrupt []string
+	}{
+		{"per-set key only", map[string]string{PerSetKey("a"): EncodeSetState(a)}, State{"a": a}, nil},
+		{"both forms, different sets: merged",
+			map[string]string{v1alpha1.AnnotationState: Encode(State{"b": b}), PerSetKey("a"): EncodeSetState(a)},
+			State{"a": a, "b": b}, nil},
+		{"both forms, one set: the per-set key wins",
+			map[string]string{v1alpha1.AnnotationState: Encode(State{"a": a, "b": b}), PerSetKey("a"): EncodeSetState(aNewer)},
+			State{"a": aNewer, "b": b}, nil},
+		{"a damaged per-set key names its set", map[string]string{PerSetKey("a"): `{"revision": ""}`, PerSetKey("b"): EncodeSetState(b)},
+			State{"b": b}, []string{"a"}},
+		{"other annotations with a similar key are not records", map[string]string{"xstate.sidecarset.dev/a": "{}"}, State{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode(tt.annotations)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decode (-want +got):\n%s", diff)
+			}
+			var corrupt *CorruptError
+			errors.As(err, &corrupt)
+			var sets []string
+			if corrupt != nil {
+				sets = corrupt.Sets
+			}
+			if diff := cmp.Diff(tt.wantCorrupt, sets); diff != "" {
+				t.Errorf("corrupt sets (-want +got):\n%s (err %v)", diff, err)
+			}
+		})
+	}
+}
+
+func TestPutFoldsPerSetForm(t *testing.T) {
+	a := SetState{Revision: "a-1", Hash: "1", ImagelessHash: "i1", Containers: []ContainerState{{Name: "proxy", Image: "proxy:1"}}}
+	b := SetState{Revision: "b-1", Hash: "3", ImagelessHash: "i3", Containers: []ContainerState{}}
+	b2 := SetState{Revision: "b-2", Hash: "4", ImagelessHash: "i4", Containers: []ContainerState{}}
+	annotations := map[string]string{
+		v1alpha1.AnnotationState: Encode(State{"b": b}),
+		PerSetKey("a"):           EncodeSetState(a),
+		"unrelated":              "kept",
+	}
+	value, err := Put(annotations, "b", b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	annotations[v1alpha1.AnnotationState] = value
+	DropPerSet(annotations)
+	want := map[string]string{v1alpha1.AnnotationState: Encode(State{"a": a, "b": b2}), "unrelated": "kept"}
+	if diff := cmp.Diff(want, annotations); diff != "" {
+		t.Errorf("annotations after Put and DropPerSet (-want +got):\n%s", diff)
+	}
+}
+
+func TestEncodeSetStateIsTheEntry(t *testing.T) {
+	s := SetState{Revision: "a-1", Hash: "1", ImagelessHash: "i1", Containers: []ContainerState{{Name: "proxy", Image: "proxy:1"}, {Name: "mesh", Init: true, Image: "m"}}}
+	var whole map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(Encode(State{"a": s})), &whole); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := EncodeSetState(s), string(whole["a"]); got != want {
+		t.Errorf("EncodeSetState = %s, want the entry Encode writes, %s", got, want)
+	}
+}

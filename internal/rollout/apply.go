@@ -39,5 +39,6 @@ func Apply(pod *corev1.Pod, setName string, u PodUpdate) (*corev1.Pod, error) {
 		out.Annotations = map[string]string{}
 	}
 	out.Annotations[v1alpha1.AnnotationState] = state
+	revision.DropPerSet(out.Annotations)
 	return out, nil
 }

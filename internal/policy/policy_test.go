@@ -1,0 +1,131 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/testutil"
+)
+
+var db = map[string]string{"app": "db"}
+
+func TestCompileUnsupported(t *testing.T) {
+	port := func(name string, p int32) v1alpha1.SidecarContainer {
+		c := testutil.Container(name, "img").Sidecar("")
+		c.Ports = []corev1.ContainerPort{{ContainerPort: p}}
+		return c
+	}
+	tests := []struct {
+		name string
+		set  *v1alpha1.SidecarSet
+		want string // in the reason
+	}{
+		{"name longer than 63", testutil.SidecarSet(strings.Repeat("a", 64)).Selector(db).Obj(), "not usable in an annotation key"},
+		{"empty selector", testutil.SidecarSet("s").LabelSelector(&metav1.LabelSelector{}).Obj(), "spec.selector is empty"},
+		{"invalid selector", testutil.SidecarSet("s").LabelSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: "Near", Values: []string{"db"}}}}).Obj(), "spec.selector"},
+		{"a container declared twice", testutil.SidecarSet("s").Selector(db).Container("x", "i").Container("x", "j").Obj(), `container "x" twice`},
+		{"own ports clash", testutil.SidecarSet("s").Selector(db).Containers(port("a", 80), port("b", 80)).Obj(), "clashing ports"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Compile(tt.set, Options{})
+			var u *Unsupported
+			if !errors.As(err, &u) {
+				t.Fatalf("Compile error %v, want an *Unsupported", err)
+			}
+			if !strings.Contains(u.Reason, tt.want) {
+				t.Errorf("reason %q, want it to say %q", u.Reason, tt.want)
+			}
+		})
+	}
+}
+
+func TestCompile(t *testing.T) {
+	set := testutil.SidecarSet("mesh").Selector(db).NamespaceSelector(map[string]string{"team": "data"}).
+		Containers(testutil.Container("proxy", "proxy:1").VolumeMount("certs", "/certs").Sidecar("")).Obj()
+	set.UID = "u1"
+	got, err := Compile(set, Options{ManagerNamespace: "sidecarset-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Policy.Name != "sidecarset-mesh" || got.Binding.Name != "sidecarset-mesh" || got.Binding.Spec.PolicyName != "sidecarset-mesh" {
+		t.Errorf("names %s, %s -> %s, want sidecarset-mesh for all", got.Policy.Name, got.Binding.Name, got.Binding.Spec.PolicyName)
+	}
+	for _, labels := range []map[string]string{got.Policy.Labels, got.Binding.Labels} {
+		if diff := cmp.Diff(map[string]string{LabelSet: "mesh"}, labels); diff != "" {
+			t.Errorf("labels (-want +got):\n%s", diff)
+		}
+	}
+	if want := revision.Name("mesh", &set.Spec); got.Revision != want {
+		t.Errorf("revision %s, want %s", got.Revision, want)
+	}
+	wantNS := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
+		Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "kube-public", "kube-node-lease", "sidecarset-system"}}}}
+	if diff := cmp.Diff(wantNS, got.Policy.Spec.MatchConstraints.NamespaceSelector); diff != "" {
+		t.Errorf("policy namespaceSelector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(set.Spec.NamespaceSelector, got.Binding.Spec.MatchResources.NamespaceSelector); diff != "" {
+		t.Errorf("binding namespaceSelector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(set.Spec.Selector, got.Binding.Spec.MatchResources.ObjectSelector); diff != "" {
+		t.Errorf("binding objectSelector (-want +got):\n%s", diff)
+	}
+	if refs := got.Policy.OwnerReferences; len(refs) != 1 || refs[0].UID != "u1" || refs[0].Kind != "SidecarSet" {
+		t.Errorf("owner references %+v, want the SidecarSet", refs)
+	}
+	var names []string
+	for _, c := range got.Policy.Spec.MatchConditions {
+		names = append(names, c.Name)
+	}
+	if diff := cmp.Diff([]string{"not-opted-out", "not-injected", "pod-size", "container-names-free", "volumes-declared"}, names); diff != "" {
+		t.Errorf("matchConditions (-want +got):\n%s", diff)
+	}
+
+	set.Annotations = map[string]string{v1alpha1.AnnotationAllowSystemNamespaces: "true"}
+	got, err = Compile(set, Options{ManagerNamespace: "sidecarset-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&metav1.LabelSelector{}, got.Policy.Spec.MatchConstraints.NamespaceSelector); diff != "" {
+		t.Errorf("with system namespaces allowed, policy namespaceSelector (-want +got):\n%s", diff)
+	}
+}
+
+func TestLiteral(t *testing.T) {
+	tests := []struct {
+		name  string
+		value any
+		want  string
+	}{
+		{"fields, sorted", map[string]any{"name": "x", "port": 80, "on": true},
+			`Object.spec.c{name: "x", on: true, port: 80}`},
+		{"nested object named by its path", map[string]any{"env": []any{map[string]any{"name": "A", "value": "1"}}},
+			`Object.spec.c{env: [Object.spec.c.env{name: "A", value: "1"}]}`},
+		{"a map with keys that are not identifiers", map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1", "cpu": "1"}},
+			`Object.spec.c{limits: {"cpu": "1", "nvidia.com/gpu": "1"}}`},
+		{"a reserved word is a map key", map[string]any{"namespace": "x"}, `{"namespace": "x"}`},
+		{"quotes escaped", map[string]any{"args": []any{`--q="a"`}}, `Object.spec.c{args: ["--q=\"a\""]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := literal("Object.spec.c", tt.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("literal = %s\nwant      %s", got, tt.want)
+			}
+		})
+	}
+	if _, err := literal("Object.spec.c", map[string]any{"a-b": "x", "c-d": 1}); !IsUnsupported(err) {
+		t.Errorf("a map literal of mixed values: error %v, want an *Unsupported", err)
+	}
+}
