@@ -233,6 +233,66 @@ type SidecarSetSpec struct {
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
+// InjectionPath names what injects a SidecarSet into new pods.
+// +kubebuilder:validation:Enum=Policy;Webhook;None
+type InjectionPath string
+
+const (
+	// InjectionPolicy means a MutatingAdmissionPolicy the manager keeps for the
+	// set injects it inside the apiserver, whether the manager runs or not.
+	InjectionPolicy InjectionPath = "Policy"
+	// InjectionWebhook means the manager's pod webhook injects the set.
+	InjectionWebhook InjectionPath = "Webhook"
+	// InjectionNone means nothing injects the set (injectionStrategy.paused).
+	InjectionNone InjectionPath = "None"
+)
+
+// Reasons of status.injection.
+const (
+	// InjectionReasonPolicyInjects: the set's policy and binding are in
+	// place and the apiserver has had time to load them.
+	InjectionReasonPolicyInjects = "PolicyInjects"
+	// InjectionReasonPolicyPending: the set's policy is written but the
+	// apiserver may not apply it yet; the webhook keeps injecting meanwhile.
+	InjectionReasonPolicyPending = "PolicyPending"
+	// InjectionReasonWebhookMode: the manager runs with --injection=webhook.
+	InjectionReasonWebhookMode = "WebhookMode"
+	// InjectionReasonPolicyNotServed: --injection=auto and the apiserver
+	// does not serve admissionregistration.k8s.io/v1
+	// MutatingAdmissionPolicy.
+	InjectionReasonPolicyNotServed = "PolicyNotServed"
+	// InjectionReasonUnsupported: the set uses something a policy cannot
+	// express; the message says what.
+	InjectionReasonUnsupported = "Unsupported"
+	// InjectionReasonPaused: injectionStrategy.paused.
+	InjectionReasonPaused = "Paused"
+)
+
+// InjectionStatus says which path injects a SidecarSet into new pods, and
+// why.
+type InjectionStatus struct {
+	// path is Policy (a MutatingAdmissionPolicy in the apiserver), Webhook
+	// (the manager's pod webhook) or None (injection paused).
+	// +required
+	Path InjectionPath `json:"path"`
+
+	// reason is a CamelCase word saying why the set is on this path.
+	// +required
+	Reason string `json:"reason"`
+
+	// message says the same for a person.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// observedGeneration is the generation this path was decided for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// lastTransitionTime is when path last changed.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
 // SidecarSetStatus reports how far the rollout got.
 type SidecarSetStatus struct {
 	// observedGeneration is the generation this status describes.
@@ -286,6 +346,10 @@ type SidecarSetStatus struct {
 	// restarted manager keeps counting.
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
+	// injection says which path injects the set into new pods, and why.
+	// +optional
+	Injection *InjectionStatus `json:"injection,omitempty"`
 
 	// conditions are Progressing, Complete and Stalled.
 	// +optional

@@ -15,13 +15,19 @@ import (
 
 const usage = `sidecarset-manager runs the SidecarSet controllers and webhooks.
 
-It injects the sidecars that SidecarSets declare into new pods (mutating
-webhook), validates SidecarSets (validating webhook), and rolls new sidecar
-images into running pods in place.
+It injects the sidecars that SidecarSets declare into new pods (a mutating
+webhook, or with --injection=policy|auto a MutatingAdmissionPolicy per
+SidecarSet that the apiserver runs itself), validates SidecarSets
+(validating webhook), and rolls new sidecar images into running pods in
+place.
 
 Examples:
   # in a cluster, as the Helm chart runs it
   sidecarset-manager --namespace=sidecarset-system --cert-rotation
+
+  # new pods injected inside the apiserver where it can (Kubernetes 1.36 or
+  # later), so that pod creation never waits on the manager
+  sidecarset-manager --namespace=sidecarset-system --cert-rotation --injection=auto
 
   # locally against a cluster, serving webhooks with certificates in ./certs
   sidecarset-manager --kubeconfig=$HOME/.kube/config --cert-dir=./certs --webhook-port=9443
@@ -57,6 +63,12 @@ func main() {
 		"on SIGTERM, how long to keep serving webhooks, reporting not ready, while the pod's endpoint leaves the Service, before stopping")
 	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown,
 		"after the drain, how long to wait for work in flight; drain + this + a few seconds must fit in the pod's terminationGracePeriodSeconds")
+	fs.Var(&opts.Injection, "injection", "how new pods get their sidecars, `mode` one of:\n"+
+		"webhook: the pod webhook (with failurePolicy Fail, an outage of the manager blocks pod creation in the namespaces it covers);\n"+
+		"policy: each SidecarSet compiled into a MutatingAdmissionPolicy that the apiserver runs itself, with no call to the manager\n"+
+		"  (needs admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, Kubernetes 1.36 or later); a set a policy cannot\n"+
+		"  express stays on the webhook, and its status.injection says why (kubectl sidecarset status);\n"+
+		"auto: policy where the apiserver serves it, webhook elsewhere")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	// --kubeconfig is registered by controller-runtime's config package.

@@ -35,6 +35,9 @@ UPDATED-READY are both; NOT-UPGRADABLE need a recreate (something other than an
 image changed); DRIFTED had a sidecar image changed by hand; UNMANAGED match
 the selectors but carry no record (created before the SidecarSet, or while the
 webhook was down: see restart-unmanaged). PAUSED is updateStrategy.paused.
+INJECTION is what injects new pods: Policy (a MutatingAdmissionPolicy the
+apiserver runs, with the manager's --injection=policy or auto), Webhook, or None
+(injectionStrategy.paused); the row Injection below the table says why.
 
 With -w, follow one SidecarSet's rollout until it is Complete (exit 0),
 Stalled (exit 1), paused by updateStrategy.paused or of type NotUpdate (exit 3:
@@ -165,6 +168,7 @@ func statusTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 		column("DRIFTED", "Pods with a sidecar image changed by hand.", false),
 		column("UNMANAGED", "Pods that match but carry no injection record.", false),
 		column("PAUSED", "updateStrategy.paused.", false),
+		column("INJECTION", "status.injection.path: Policy (a MutatingAdmissionPolicy in the apiserver), Webhook or None (paused); why is in the table below.", false),
 		column("PARTITION", "updateStrategy.partition.", true),
 		column("MAX-UNAVAILABLE", "updateStrategy.maxUnavailable.", true),
 		column("INJECTION-PAUSED", "injectionStrategy.paused: new pods get no sidecars.", true),
@@ -178,7 +182,7 @@ func statusTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 			s.Name, orNone(st.LatestRevision),
 			st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods,
 			st.NotUpgradablePods, st.DriftedPods, st.UnmanagedPods,
-			strconv.FormatBool(us.Paused),
+			strconv.FormatBool(us.Paused), injectionPath(st.Injection),
 			intOrPercent(us.Partition, "0"), intOrPercent(us.MaxUnavailable, "1"),
 			strconv.FormatBool(s.Spec.InjectionStrategy.Paused),
 			fmt.Sprintf("%d/%d", st.ObservedGeneration, s.Generation),
@@ -192,8 +196,8 @@ func statusTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 func conditionsTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		column("SIDECARSET", "The SidecarSet the condition is about.", false),
-		column("CONDITION", "Progressing, Complete or Stalled.", false),
-		column("STATUS", "True or False.", false),
+		column("CONDITION", "Progressing, Complete or Stalled; Injection for status.injection.", false),
+		column("STATUS", "True or False; for Injection, the path.", false),
 		column("REASON", "Why, in one word.", false),
 		column("AGE", "Since the condition's status last changed.", false),
 		column("MESSAGE", "Why, for a human.", false),
@@ -204,8 +208,24 @@ func conditionsTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 				sets[i].Name, c.Type, string(c.Status), c.Reason, age(c.LastTransitionTime, now), c.Message,
 			}})
 		}
+		// Which path injects, and why, reads like a condition whose status
+		// is the path.
+		if in := sets[i].Status.Injection; in != nil {
+			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+				sets[i].Name, "Injection", string(in.Path), in.Reason, age(in.LastTransitionTime, now), in.Message,
+			}})
+		}
 	}
 	return t
+}
+
+// injectionPath is the path status.injection names, or <none> before the
+// controller wrote it.
+func injectionPath(in *v1alpha1.InjectionStatus) string {
+	if in == nil {
+		return orNone("")
+	}
+	return string(in.Path)
 }
 
 // WatchOptions says how WatchStatus follows a rollout.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,12 @@ func TestStatus(t *testing.T) {
 	f := newFixture(t)
 	f.CreateSet(f.SidecarSet("exporter:v1", 0))
 	f.CreatePods(3, nil, nil)
-	st := f.complete(3)
+	f.complete(3)
+	st := f.WaitStatus("the injection path written", func(s v1alpha1.SidecarSetStatus) bool { return s.Injection != nil })
 
 	r := ok(t, "status", f.Set)
-	mustContain(t, r.out, "NAME", "REVISION", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "NOT-UPGRADABLE", "DRIFTED", "UNMANAGED", "PAUSED")
-	want := []string{f.Set, st.LatestRevision, "3", "3", "3", "3", "0", "0", "0", "false"}
+	mustContain(t, r.out, "NAME", "REVISION", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "NOT-UPGRADABLE", "DRIFTED", "UNMANAGED", "PAUSED", "INJECTION")
+	want := []string{f.Set, st.LatestRevision, "3", "3", "3", "3", "0", "0", "0", "false", "Webhook"}
 	if diff := cmp.Diff(want, row(t, r.out, f.Set)); diff != "" {
 		t.Errorf("status row (-want +got):\n%s", diff)
 	}
@@ -43,11 +45,18 @@ func TestStatus(t *testing.T) {
 			t.Errorf("no line for condition %s=%s %s %q", c.Type, c.Status, c.Reason, c.Message)
 		}
 	}
+	// And one for the injection path, which says why.
+	if in := st.Injection; !slices.ContainsFunc(lines(r.out), func(l string) bool {
+		cells := strings.Fields(l)
+		return len(cells) > 4 && cells[0] == f.Set && cells[1] == "Injection" && cells[2] == string(in.Path) && cells[3] == in.Reason && strings.HasSuffix(l, in.Message)
+	}) {
+		t.Errorf("no line for the injection path %s %s %q:\n%s", in.Path, in.Reason, in.Message, r.out)
+	}
 
 	wide := ok(t, "status", f.Set, "-o", "wide")
 	mustContain(t, wide.out, "PARTITION", "MAX-UNAVAILABLE", "INJECTION-PAUSED", "OBSERVED", "AGE")
 	cells := row(t, wide.out, f.Set)
-	if diff := cmp.Diff([]string{"0", "1", "false"}, cells[10:13]); diff != "" {
+	if diff := cmp.Diff([]string{"0", "1", "false"}, cells[11:14]); diff != "" {
 		t.Errorf("wide columns partition, maxUnavailable, injection paused (-want +got):\n%s", diff)
 	}
 

@@ -121,6 +121,9 @@ func statusPatch(st v1alpha1.SidecarSetStatus) ([]byte, error) {
 	if st.LastProgressTime == nil {
 		fields["lastProgressTime"] = nil
 	}
+	// status.injection is the policy controller's to write: left out, the
+	// merge patch leaves it as it is.
+	delete(fields, "injection")
 	body, err := json.Marshal(map[string]any{"status": fields})
 	if err != nil {
 		return nil, fmt.Errorf("encode status: %w", err)

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +27,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/policy"
 	sidecarscheme "github.com/sidecarset/sidecarset/internal/scheme"
 	"github.com/sidecarset/sidecarset/internal/validation"
 	sidecarwebhook "github.com/sidecarset/sidecarset/internal/webhook"
@@ -71,6 +74,10 @@ type Options struct {
 	// webhook calls still arrive, and with failurePolicy Fail each one
 	// that finds the listener closed fails a pod's creation.
 	ShutdownDrain time.Duration
+	// Injection says how new pods get their sidecars: through the pod
+	// webhook, through a MutatingAdmissionPolicy per SidecarSet inside the
+	// apiserver, or the policy where the apiserver serves it (Injections).
+	Injection Injection
 	// GracefulShutdown bounds how long the manager waits, after the drain,
 	// for its controllers and webhooks to finish. The drain, this and a
 	// margin for giving up the Lease must fit in the pod's
@@ -96,6 +103,7 @@ func DefaultOptions() Options {
 		Workers:          controller.DefaultWorkers,
 		ShutdownDrain:    5 * time.Second,
 		GracefulShutdown: 10 * time.Second,
+		Injection:        InjectionWebhook,
 	}
 }
 
@@ -110,17 +118,33 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS = -1
 	}
+	mode, served, err := resolveInjection(cfg, opts.Injection)
+	if err != nil {
+		return nil, err
+	}
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManaged: "true"})
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: managed, Transform: slimPod},
+		// Revisions live in the manager's namespace only.
+		&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
+	}
+	if served {
+		// Only the policies and bindings compiled from SidecarSets.
+		ours := labels.NewSelector()
+		req, err := labels.NewRequirement(policy.LabelSet, selection.Exists, nil)
+		if err != nil {
+			return nil, fmt.Errorf("select policies: %w", err)
+		}
+		ours = ours.Add(*req)
+		byObject[&admissionregistrationv1.MutatingAdmissionPolicy{}] = cache.ByObject{Label: ours}
+		byObject[&admissionregistrationv1.MutatingAdmissionPolicyBinding{}] = cache.ByObject{Label: ours}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: sidecarscheme.New(),
 		Cache: cache.Options{
 			// Only pods that carry an injection record are cached: a cluster's
 			// other pods never cost the manager memory.
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}: {Label: managed, Transform: slimPod},
-				// Revisions live in the manager's namespace only.
-				&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
-			},
+			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -157,6 +181,15 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the SidecarSet controller: %w", err)
+	}
+	err = (&controller.PolicyReconciler{
+		Client:    mgr.GetClient(),
+		Namespace: opts.Namespace,
+		Mode:      mode,
+		Served:    served,
+	}).SetupWithManager(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("set up the policy controller: %w", err)
 	}
 	if err := forgetDeletedSets(mgr); err != nil {
 		return nil, err

@@ -22,6 +22,11 @@ package manager
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=sidecarset-mutating,verbs=update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=sidecarset-validating,verbs=update
 //
+// The policy injection path keeps one MutatingAdmissionPolicy and binding
+// per SidecarSet, named after it: they are created and deleted by the
+// controller as sets come and go, which a resource name cannot limit.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create;update;delete
+//
 // In the manager's own namespace only: revisions, the certificate Secret
 // (sidecarset-webhook-cert, --cert-secret), the leader-election Lease
 // (LeaderElectionID: created on the first election, which a name cannot

@@ -5,10 +5,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
 // slimPod keeps, of a managed pod in the cache, only what the controller
-// reads: identity, labels, this project's annotations, the generation and
+// reads: identity, labels, this project's annotations (the per-set records too), the generation and
 // the generation the kubelet observed (completion rests on them), each
 // container's name and image, phase, conditions and container statuses. A
 // cached pod then
@@ -57,7 +59,9 @@ func slimPod(obj any) (any, error) {
 func ownAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
-		if strings.HasPrefix(k, "sidecarset.dev/") {
+		// The policy path writes each set's record under its own key
+		// (revision.PerSetPrefix).
+		if strings.HasPrefix(k, "sidecarset.dev/") || strings.HasPrefix(k, revision.PerSetPrefix) {
 			if out == nil {
 				out = map[string]string{}
 			}

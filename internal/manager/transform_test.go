@@ -18,6 +18,7 @@ func TestSlimPod(t *testing.T) {
 			Annotations: map[string]string{
 				"sidecarset.dev/state":                             `{"a":{}}`,
 				"sidecarset.dev/injected":                          "a",
+				"state.sidecarset.dev/b":                           `{}`,
 				"kubectl.kubernetes.io/last-applied-configuration": "{...}",
 			},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -45,7 +46,7 @@ func TestSlimPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "db-0", Namespace: "ns", UID: "u", ResourceVersion: "7", Generation: 3,
 			Labels:      map[string]string{"app": "db", "sidecarset.dev/managed": "true"},
-			Annotations: map[string]string{"sidecarset.dev/state": `{"a":{}}`, "sidecarset.dev/injected": "a"},
+			Annotations: map[string]string{"sidecarset.dev/state": `{"a":{}}`, "sidecarset.dev/injected": "a", "state.sidecarset.dev/b": `{}`},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:       "n1",
@@ -67,7 +68,7 @@ func TestSlimPod(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("slimPod (-want +got):\n%s", diff)
 	}
-	if len(full.Annotations) != 3 || full.Spec.Volumes == nil {
+	if len(full.Annotations) != 4 || full.Spec.Volumes == nil {
 		t.Errorf("slimPod changed its input")
 	}
 	other := &corev1.Namespace{}

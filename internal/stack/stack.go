@@ -168,6 +168,21 @@ func (s *Stack) StartManager() error {
 	return nil
 }
 
+// ManagerOptions returns the options StartManager starts the manager with.
+func (s *Stack) ManagerOptions() manager.Options {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mgrOption
+}
+
+// SetManagerOptions makes StartManager start the manager with opts from now
+// on; a running manager keeps the options it was started with.
+func (s *Stack) SetManagerOptions(opts manager.Options) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mgrOption = opts
+}
+
 // StopManager stops the manager, waits until it is gone and returns what it
 // stopped with; it does nothing when the manager is not running.
 func (s *Stack) StopManager() error {

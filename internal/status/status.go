@@ -394,5 +394,7 @@ func Equal(a, b v1alpha1.SidecarSetStatus) bool {
 	}
 	a.Conditions, b.Conditions = nil, nil
 	a.LastProgressTime, b.LastProgressTime = nil, nil
+	// injection is decided and written on its own (Injection).
+	a.Injection, b.Injection = nil, nil
 	return reflect.DeepEqual(a, b)
 }

@@ -110,9 +110,12 @@ func (m *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 		return admission.Errored(http.StatusInternalServerError, err), nil
 	}
 
-	ptrs := make([]*v1alpha1.SidecarSet, len(sets.Items))
+	// Sets whose policy injects them inside the apiserver are left to it.
+	ptrs := make([]*v1alpha1.SidecarSet, 0, len(sets.Items))
 	for i := range sets.Items {
-		ptrs[i] = &sets.Items[i]
+		if !inject.ByPolicy(&sets.Items[i]) {
+			ptrs = append(ptrs, &sets.Items[i])
+		}
 	}
 	ptrs, fallbacks := m.withFallbacks(ctx, ptrs)
 	// With the labels unknown, Inject takes the namespace's name from the

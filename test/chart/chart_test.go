@@ -39,6 +39,7 @@ type release struct {
 	values    string
 
 	replicas       int32
+	injection      string
 	failurePolicy  admissionregistrationv1.FailurePolicyType
 	timeoutSeconds int32
 	// excluded are the namespaces the pod webhook must skip, in any order.
@@ -61,6 +62,7 @@ var releases = []release{{
 	name:           "defaults",
 	namespace:      configNamespace,
 	replicas:       2,
+	injection:      "webhook",
 	failurePolicy:  admissionregistrationv1.Fail,
 	timeoutSeconds: 5,
 	excluded:       []string{"kube-system", "kube-public", "kube-node-lease", configNamespace},
@@ -69,6 +71,7 @@ var releases = []release{{
 	namespace: "platform",
 	values: `
 replicas: 1
+injection: auto
 webhook:
   failurePolicy: Ignore
   timeoutSeconds: 10
@@ -80,6 +83,7 @@ admissionPolicy:
   enabled: true
 `,
 	replicas:        1,
+	injection:       "auto",
 	failurePolicy:   admissionregistrationv1.Ignore,
 	timeoutSeconds:  10,
 	excluded:        []string{"kube-system", "kube-public", "kube-node-lease", "legacy", "platform"},
@@ -95,6 +99,7 @@ webhook:
   excludeNamespaces: [ops]
 `,
 	replicas:       3,
+	injection:      "webhook",
 	failurePolicy:  admissionregistrationv1.Fail,
 	timeoutSeconds: 5,
 	excluded:       []string{"ops"},
@@ -108,6 +113,7 @@ admissionPolicy:
   binding: false
 `,
 	replicas:        2,
+	injection:       "webhook",
 	failurePolicy:   admissionregistrationv1.Fail,
 	timeoutSeconds:  5,
 	excluded:        []string{"kube-system", "kube-public", "kube-node-lease", configNamespace},
@@ -125,6 +131,7 @@ metrics:
     labels: {release: prometheus}
 `,
 	replicas:       2,
+	injection:      "webhook",
 	failurePolicy:  admissionregistrationv1.Fail,
 	timeoutSeconds: 5,
 	excluded:       []string{"kube-system", "kube-public", "kube-node-lease", "monitoring-test"},
@@ -446,6 +453,10 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 	// managers at once.
 	if got := args["--leader-elect"]; got != "true" {
 		t.Errorf("--leader-elect = %q with %d replicas, want true", got, rel.replicas)
+	}
+
+	if got := args["--injection"]; got != rel.injection {
+		t.Errorf("--injection = %q, want %q", got, rel.injection)
 	}
 
 	// The manager's namespace comes from the downward API, so that it

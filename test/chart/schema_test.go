@@ -41,6 +41,7 @@ func TestSchema(t *testing.T) {
 		{"webhook: {timeoutSeconds: 31}", "timeoutSeconds"},
 		{"webhook: {excludeNamespaces: ['']}", "excludeNamespaces"},
 		{"replicas: 0", "replicas"},
+		{"injection: Policy", "injection"},
 		// Unknown keys, from the top down.
 		{"replica: 3", "replica"},
 		{"webhook: {failurepolicy: Ignore}", "failurepolicy"},
@@ -84,6 +85,8 @@ func TestSchemaAccepts(t *testing.T) {
 		"nodeSelector: {kubernetes.io/os: linux}",
 		"imagePullSecrets: [{name: registry}]",
 		"priorityClassName: system-cluster-critical",
+		"injection: policy",
+		"injection: auto",
 		"metrics: {serviceMonitor: {enabled: true, interval: 1m30s, labels: {release: prometheus}}}",
 		"metrics: {serviceMonitor: {enabled: true, interval: ''}}",
 		`affinity:
