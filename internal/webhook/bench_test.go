@@ -71,7 +71,7 @@ func BenchmarkPodMutator(b *testing.B) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "web-", Labels: map[string]string{"example.com/bench": "match", "app": "web"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "app", Image: "app:1",
-			Env: []corev1.EnvVar{{Name: "MODE", Value: "production"}},
+			Env:   []corev1.EnvVar{{Name: "MODE", Value: "production"}},
 			Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
 		}}},
 	}

@@ -132,7 +132,7 @@ func TestPodPatchKeepsUnknownFields(t *testing.T) {
 	out, _ := applied(t, raw, pod, set)
 	var got struct {
 		Spec struct {
-			FutureField map[string]int    `json:"futureField"`
+			FutureField map[string]int     `json:"futureField"`
 			Containers  []corev1.Container `json:"containers"`
 		} `json:"spec"`
 	}
