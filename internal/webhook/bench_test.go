@@ -59,7 +59,7 @@ func BenchmarkPodMutator(b *testing.B) {
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var list v1alpha1.SidecarSetList
 		if err := c.List(ctx, &list); err != nil {
-			return false, nil
+			return false, err
 		}
 		return len(list.Items) >= sets, nil
 	})
