@@ -145,12 +145,20 @@ func (m *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 	if !res.Changed && !learned {
 		return admission.Allowed("").WithWarnings(res.Warnings...), &res
 	}
+	log := ctrl.LoggerFrom(ctx)
+	log.V(1).Info("injected sidecars", "pod", klog.KRef(namespace, podName(pod)),
+		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "recordedAdmittedImages", learned, "dryRun", dryRun)
+	ops, err := podPatch(pod, res.Pod)
+	if err == nil {
+		return admission.Patched("", ops...).WithWarnings(res.Warnings...), &res
+	}
+	// Injection changed the pod in a way podPatch does not know: the
+	// slower diff of the two serialised pods still gives the right patch.
+	log.Error(err, "write the injection's patch; diffing the pods instead", "pod", klog.KRef(namespace, podName(pod)))
 	out, err := json.Marshal(res.Pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode injected pod: %w", err)), &res
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("injected sidecars", "pod", klog.KRef(namespace, podName(pod)),
-		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "recordedAdmittedImages", learned, "dryRun", dryRun)
 	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(res.Warnings...), &res
 }
 
