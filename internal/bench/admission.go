@@ -58,6 +58,8 @@ type Phase struct {
 	// Pods is how many creates were sent, Errors how many failed.
 	Pods   int `json:"pods"`
 	Errors int `json:"errors"`
+	// FirstError is the first failed create's error.
+	FirstError string `json:"first_error,omitempty"`
 	// Seconds is from the first create sent to the last answer.
 	Seconds float64 `json:"seconds"`
 	// AchievedPerSecond counts the creates that succeeded.
@@ -114,6 +116,7 @@ func Pool(phases []Phase) []Phase {
 		}
 		q.Pods += p.Pods
 		q.Errors += p.Errors
+		q.FirstError = cmp.Or(q.FirstError, p.FirstError)
 		q.Seconds += p.Seconds
 		q.APIServerCPUSeconds += p.APIServerCPUSeconds
 		q.ManagerCPUSeconds += p.ManagerCPUSeconds

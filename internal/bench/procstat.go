@@ -20,38 +20,59 @@ func ProcessCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read CPU time of process %d: %w", pid, err)
 	}
-	ticks, err := ParseCPUTicks(string(data))
+	st, err := ParseStat(string(data))
 	if err != nil {
 		return 0, fmt.Errorf("process %d: %w", pid, err)
 	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
+	return st.CPU(), nil
 }
 
-// ParseCPUTicks returns utime + stime, fields 14 and 15 of a
-// /proc/<pid>/stat line, in clock ticks. The command name, field 2, is in
-// parentheses and may itself hold spaces and parentheses, so the fields
-// are counted from the last ")". Worked case: "42 (kube apiserver) S 1 …"
-// with utime 300 and stime 45 gives 345.
-func ParseCPUTicks(stat string) (uint64, error) {
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0, fmt.Errorf("stat line %q: no command name in parentheses", abbreviate(stat))
+// Stat is what the benchmarks read of a /proc/<pid>/stat line.
+type Stat struct {
+	// Command is the executable's name, at most 15 bytes of it.
+	Command string
+	// Parent is the parent process's id.
+	Parent int
+	// Ticks is utime + stime, in clock ticks.
+	Ticks uint64
+}
+
+// CPU is Ticks as a duration.
+func (s Stat) CPU() time.Duration {
+	return time.Duration(s.Ticks) * time.Second / userHZ
+}
+
+// ParseStat reads a /proc/<pid>/stat line: the command name (field 2), the
+// parent (field 4), and utime + stime (fields 14 and 15). The command name
+// is in parentheses and may itself hold spaces and parentheses, so the
+// fields after it are counted from the last ")". Worked case:
+// "42 (kube-apiserver) S 1 …" with utime 300 and stime 45 gives command
+// kube-apiserver, parent 1, 345 ticks.
+func ParseStat(stat string) (Stat, error) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return Stat{}, fmt.Errorf("stat line %q: no command name in parentheses", abbreviate(stat))
 	}
 	// Fields from the 3rd (state) on.
 	fields := strings.Fields(stat[end+1:])
-	const utime, stime = 14 - 3, 15 - 3
+	const parent, utime, stime = 4 - 3, 14 - 3, 15 - 3
 	if len(fields) <= stime {
-		return 0, fmt.Errorf("stat line %q: %d fields after the command name, want at least %d", abbreviate(stat), len(fields), stime+1)
+		return Stat{}, fmt.Errorf("stat line %q: %d fields after the command name, want at least %d", abbreviate(stat), len(fields), stime+1)
 	}
-	var total uint64
+	st := Stat{Command: stat[open+1 : end]}
+	ppid, err := strconv.Atoi(fields[parent])
+	if err != nil {
+		return Stat{}, fmt.Errorf("stat line %q: field %d: %w", abbreviate(stat), parent+3, err)
+	}
+	st.Parent = ppid
 	for _, i := range []int{utime, stime} {
 		v, err := strconv.ParseUint(fields[i], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("stat line %q: field %d: %w", abbreviate(stat), i+3, err)
+			return Stat{}, fmt.Errorf("stat line %q: field %d: %w", abbreviate(stat), i+3, err)
 		}
-		total += v
+		st.Ticks += v
 	}
-	return total, nil
+	return st, nil
 }
 
 func abbreviate(s string) string {
