@@ -68,7 +68,7 @@ func TestFiguresOf(t *testing.T) {
 }
 
 func TestCompare(t *testing.T) {
-	floor := Figures{P50MS: 2, P99MS: 6, BulkPerSecond: 1200}
+	floor := Figures{P50MS: 2, P99MS: 6, BulkPerSecond: 1200, ManagerCPUMicrosPerCreate: 100}
 	tests := []struct {
 		name  string
 		floor Figures
@@ -78,22 +78,25 @@ func TestCompare(t *testing.T) {
 		{
 			name:  "the webhook as measured before narrowing: only errors met",
 			floor: floor,
-			path:  Figures{P50MS: 6.7, P99MS: 50, BulkPerSecond: 460, ManagerCPUMicrosPerCreate: 300},
-			want: Comparison{Sets: 20, Variant: "C", P50OverheadMS: 4.7, P99Ratio: 50.0 / 6, BulkRatio: 460.0 / 1200, ManagerCPUMicrosPerCreate: 300,
+			path:  Figures{P50MS: 6.7, P99MS: 50, BulkPerSecond: 460, ManagerCPUMicrosPerCreate: 400},
+			want: Comparison{Sets: 20, Variant: "C", P50OverheadMS: 4.7, P99Ratio: 50.0 / 6, BulkRatio: 460.0 / 1200,
+				ManagerCPUMicrosPerCreate: 300, FloorManagerCPUMicrosPerCreate: 100,
 				Goals: goals(0, true, 4.7, false, 50.0/6, false, 460.0/1200, false, 300, false)},
 		},
 		{
 			name:  "every goal met, at its bounds",
 			floor: floor,
-			path:  Figures{P50MS: 3, P99MS: 9, BulkPerSecond: 960, ManagerCPUMicrosPerCreate: 150},
-			want: Comparison{Sets: 20, Variant: "C", P50OverheadMS: 1, P99Ratio: 1.5, BulkRatio: 0.8, ManagerCPUMicrosPerCreate: 150,
+			path:  Figures{P50MS: 3, P99MS: 9, BulkPerSecond: 960, ManagerCPUMicrosPerCreate: 250},
+			want: Comparison{Sets: 20, Variant: "C", P50OverheadMS: 1, P99Ratio: 1.5, BulkRatio: 0.8,
+				ManagerCPUMicrosPerCreate: 150, FloorManagerCPUMicrosPerCreate: 100,
 				Goals: goals(0, true, 1, true, 1.5, true, 0.8, true, 150, true)},
 		},
 		{
 			name:  "errors fail their goal alone",
 			floor: floor,
-			path:  Figures{P50MS: 2, P99MS: 6, Errors: 3, BulkPerSecond: 1200, ManagerCPUMicrosPerCreate: 50},
-			want: Comparison{Sets: 20, Variant: "C", P99Ratio: 1, BulkRatio: 1, Errors: 3, ManagerCPUMicrosPerCreate: 50,
+			path:  Figures{P50MS: 2, P99MS: 6, Errors: 3, BulkPerSecond: 1200, ManagerCPUMicrosPerCreate: 150},
+			want: Comparison{Sets: 20, Variant: "C", P99Ratio: 1, BulkRatio: 1, Errors: 3,
+				ManagerCPUMicrosPerCreate: 50, FloorManagerCPUMicrosPerCreate: 100,
 				Goals: goals(3, false, 0, true, 1, true, 1, true, 50, true)},
 		},
 		{
