@@ -19,6 +19,9 @@ type AdmissionReport struct {
 	// Machine says what ran it: CPUs, Go and control-plane versions.
 	Machine string `json:"machine"`
 	Rounds  int    `json:"rounds"`
+	// LoadAverage is the machine's one-minute load average at the start
+	// and at the end: how much else ran beside the benchmark.
+	LoadAverage string `json:"load_average"`
 	// PolicyPath is "available", or NotAvailable when the manager has no
 	// policy injection.
 	PolicyPath string `json:"policy_path"`
@@ -103,7 +106,7 @@ func (r AdmissionReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Admission benchmark\n\n")
 	fmt.Fprintf(&b, "Scale %s, %s, %d rounds with the variants interleaved; %s.\n", r.Scale, r.Date, r.Rounds, r.Machine)
-	fmt.Fprintf(&b, "Policy path (D): %s.\n\n", r.PolicyPath)
+	fmt.Fprintf(&b, "One-minute load average %s. Policy path (D): %s.\n\n", r.LoadAverage, r.PolicyPath)
 	fmt.Fprintf(&b, "Pods are created through the apiserver. A: one-container pods where no webhook is called; ")
 	fmt.Fprintf(&b, "B (the floor): the pod the webhook stores, written directly there; C: one-container pods the webhook injects; ")
 	fmt.Fprintf(&b, "D: the same, injected by MutatingAdmissionPolicies. 2 SidecarSets match the pods, the rest do not. ")

@@ -161,18 +161,35 @@ func newHarness(ctx context.Context, env *testenv.Env, sc scale, logf func(strin
 // offersPolicy reads the manager's --help for an --injection flag that
 // takes "policy".
 func offersPolicy(ctx context.Context, binary string) (bool, error) {
-	// -help exits with status 2 on some flag sets and 0 on others; only
-	// the text counts.
+	// Only the text counts, not how -help exits.
 	out, _ := exec.CommandContext(ctx, binary, "--help").CombinedOutput()
 	if !strings.Contains(string(out), "Flags:") {
 		return false, fmt.Errorf("%s --help printed no flags:\n%s", binary, out)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "-injection") {
-			return strings.Contains(string(out), "policy"), nil
+	return helpOffersPolicy(string(out)), nil
+}
+
+// helpOffersPolicy says whether a Go flag package's usage text has an
+// -injection flag whose description names "policy". The package prints a
+// flag as "  -name type" and its description on the lines after, each
+// starting with a tab.
+func helpOffersPolicy(help string) bool {
+	lines := strings.Split(help, "\n")
+	for i, line := range lines {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.TrimLeft(fields[0], "-") != "injection" {
+			continue
 		}
+		block := line
+		for _, next := range lines[i+1:] {
+			if !strings.HasPrefix(strings.TrimLeft(next, " "), "\t") {
+				break
+			}
+			block += next
+		}
+		return strings.Contains(block, "policy")
 	}
-	return false, nil
+	return false
 }
 
 // childProcess finds the process named name that this process started.
@@ -206,11 +223,12 @@ func childProcess(name string) (int, error) {
 // SidecarSets, and the webhook calls for unmatched pods with each.
 func (h *harness) run(ctx context.Context) (bench.AdmissionReport, error) {
 	report := bench.AdmissionReport{
-		Scale:      h.sc.name,
-		Date:       time.Now().UTC().Format(time.DateOnly),
-		Machine:    fmt.Sprintf("%d CPUs, %s, %s", runtime.NumCPU(), runtime.Version(), filepath.Base(os.Getenv(testenv.AssetsEnv))),
-		Rounds:     h.sc.rounds,
-		PolicyPath: bench.NotAvailable,
+		Scale:       h.sc.name,
+		Date:        time.Now().UTC().Format(time.DateOnly),
+		Machine:     fmt.Sprintf("%d CPUs, %s, %s", runtime.NumCPU(), runtime.Version(), filepath.Base(os.Getenv(testenv.AssetsEnv))),
+		Rounds:      h.sc.rounds,
+		PolicyPath:  bench.NotAvailable,
+		LoadAverage: loadAverage(),
 	}
 	if h.policy {
 		report.PolicyPath = "available"
@@ -256,6 +274,7 @@ func (h *harness) run(ctx context.Context) (bench.AdmissionReport, error) {
 		}
 		report.Unmatched = append(report.Unmatched, unmatched...)
 	}
+	report.LoadAverage += " at the start, " + loadAverage() + " at the end"
 	report.Pooled = bench.Pool(report.Phases)
 	for _, sets := range []int{h.sc.sets, h.sc.manySets} {
 		floor, ok := bench.FiguresOf(report.Pooled, sets, bench.VariantFloor)
@@ -269,6 +288,16 @@ func (h *harness) run(ctx context.Context) (bench.AdmissionReport, error) {
 		}
 	}
 	return report, nil
+}
+
+// loadAverage is the machine's load average over the last minute, from
+// /proc/loadavg: how much else ran beside the benchmark.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return strings.Fields(string(data))[0]
 }
 
 func reversed(s []string) []string {
