@@ -80,6 +80,10 @@ func BenchmarkAdmission(b *testing.B) {
 		if err := h.stopManager(); err != nil {
 			b.Error(err)
 		}
+		// Kept when the run failed, to read why.
+		if err := h.managerLog.Close(); err == nil && !b.Failed() {
+			_ = os.Remove(h.managerLog.Name())
+		}
 		if err := testenv.RemoveManagerBinary(); err != nil {
 			b.Error(err)
 		}
@@ -118,6 +122,8 @@ type harness struct {
 	// managers holds a process per injection mode; one runs at a time.
 	managers map[string]*testenv.ManagerProcess
 	mode     string
+	// managerLog receives the managers' output.
+	managerLog *os.File
 	// floor is the pod the webhook stores for template(), the pod that
 	// variant B writes.
 	floor *corev1.Pod
@@ -154,6 +160,9 @@ func newHarness(ctx context.Context, env *testenv.Env, sc scale, logf func(strin
 		if _, err := h.admin.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 		}
+	}
+	if h.managerLog, err = os.CreateTemp("", "sidecarset-bench-manager-*.log"); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
@@ -411,7 +420,13 @@ func (h *harness) sample(ctx context.Context) (sampled, error) {
 	if s.apiserver, err = bench.ProcessCPU(h.apiserver); err != nil {
 		return s, err
 	}
-	if s.manager, err = bench.ProcessCPU(h.managers[h.mode].Pid()); err != nil {
+	p := h.managers[h.mode]
+	select {
+	case <-p.Endpoint("").Exited:
+		return s, fmt.Errorf("the manager (%s injection) exited; its log: %s", h.mode, h.managerLog.Name())
+	default:
+	}
+	if s.manager, err = bench.ProcessCPU(p.Pid()); err != nil {
 		return s, err
 	}
 	s.webhookCalls, err = h.webhookCalls(ctx)
@@ -609,25 +624,23 @@ func (h *harness) switchTo(ctx context.Context, mode string) error {
 	p, ok := h.managers[mode]
 	if !ok {
 		// Stopped at once: the benchmark switches managers between
-		// phases, with nothing in flight.
-		args := []string{"--shutdown-drain=0s"}
+		// phases, with nothing in flight. One manager runs at a time, so
+		// it needs no Lease, which a loaded machine could make it lose.
+		args := []string{"--shutdown-drain=0s", "--leader-elect=false"}
 		if h.policy {
 			args = append(args, "--injection="+mode)
 		}
 		var err error
-		p, err = h.env.NewManagerProcess(testenv.ProcessOptions{Binary: h.binary, Namespace: managerNamespace, Args: args})
+		p, err = h.env.NewManagerProcess(testenv.ProcessOptions{Binary: h.binary, Namespace: managerNamespace, Args: args, Output: h.managerLog})
 		if err != nil {
 			return err
 		}
 		h.managers[mode] = p
 	}
 	if err := p.Start(ctx); err != nil {
-		return fmt.Errorf("start the manager with %s injection: %w", mode, err)
+		return fmt.Errorf("start the manager with %s injection (its log: %s): %w", mode, h.managerLog.Name(), err)
 	}
 	h.mode = mode
-	if err := p.WaitLeading(ctx, time.Minute); err != nil {
-		return err
-	}
 	ns := webhookNamespace
 	if mode == "policy" {
 		ns = policyNamespace
