@@ -76,14 +76,37 @@ func dirNames(dir string) []string {
 
 // iptablesRules are the lines of iptables-save's output that say what is
 // set up: without comments (they carry the time) and without the counters
-// on chain lines.
+// on chain lines. A table that holds nothing but built-in chains accepting
+// everything is left out: it filters nothing, and once the kubelet or
+// kube-proxy has used a table, iptables (nft-backed) keeps it even after
+// every chain and rule they added is gone, so it is the same as no table.
 func iptablesRules(save string) []string {
-	var rules []string
+	var rules, table []string
+	empty := true
 	for _, line := range strings.Split(save, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		rules = append(rules, chainCounters.ReplaceAllString(line, ""))
+		line = chainCounters.ReplaceAllString(line, "")
+		table = append(table, line)
+		switch {
+		case strings.HasPrefix(line, "*"):
+			table, empty = table[len(table)-1:], true
+		case line == "COMMIT":
+			if !empty {
+				rules = append(rules, table...)
+			}
+			table = nil
+		case !builtinAccept(line):
+			empty = false
+		}
 	}
-	return rules
+	return append(rules, table...)
+}
+
+// builtinAccept tells whether line declares a built-in chain with policy
+// ACCEPT (":INPUT ACCEPT"); a chain of someone's own is declared with "-".
+func builtinAccept(line string) bool {
+	name, policy, ok := strings.Cut(strings.TrimPrefix(line, ":"), " ")
+	return strings.HasPrefix(line, ":") && ok && policy == "ACCEPT" && name == strings.ToUpper(name) && !strings.Contains(name, "-")
 }

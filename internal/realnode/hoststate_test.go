@@ -22,6 +22,11 @@ func TestIPTablesRules(t *testing.T) {
 			save: "*filter\n:INPUT ACCEPT [0:0]\n:KUBE-FIREWALL - [0:0]\n-A INPUT -j KUBE-FIREWALL\n-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -j DROP\nCOMMIT\n*mangle\n:KUBE-IPTABLES-HINT - [0:0]\nCOMMIT\n",
 			want: []string{"*filter", ":INPUT ACCEPT", ":KUBE-FIREWALL -", "-A INPUT -j KUBE-FIREWALL", "-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -j DROP", "COMMIT", "*mangle", ":KUBE-IPTABLES-HINT -", "COMMIT"},
 		},
+		{
+			name: "a table of built-in chains accepting everything is no table",
+			save: "*mangle\n:PREROUTING ACCEPT [1:2]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -d 10.0.0.1/32 -j ACCEPT\nCOMMIT\n*raw\n:PREROUTING ACCEPT [0:0]\n:KUBE-HINT - [0:0]\nCOMMIT\n",
+			want: []string{"*filter", ":INPUT ACCEPT", ":FORWARD DROP", ":OUTPUT ACCEPT", "COMMIT", "*nat", ":PREROUTING ACCEPT", ":OUTPUT ACCEPT", "-A OUTPUT -d 10.0.0.1/32 -j ACCEPT", "COMMIT", "*raw", ":PREROUTING ACCEPT", ":KUBE-HINT -", "COMMIT"},
+		},
 	} {
 		if diff := cmp.Diff(tc.want, iptablesRules(tc.save)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)

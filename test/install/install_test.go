@@ -66,7 +66,8 @@ func TestMain(m *testing.M) {
 // containerd), another manager process (the other replica, or the killed
 // one restarted by the kubelet) takes the Lease over and finishes the
 // rollout while pod creates keep being injected (at most 10 refused, all
-// with "connection refused", within 3 s); `helm uninstall` leaves
+// with "connection refused" or, in flight at the kill, "connection reset
+// by peer", within 3 s); `helm uninstall` leaves
 // nothing with the release's labels or names behind, except the CRD,
 // which Helm never deletes, the APIService the apiserver registers for
 // its group, and the namespace (Helm does not delete one it created) with
@@ -333,16 +334,19 @@ const (
 	maxRefusedFor = 3 * time.Second
 )
 
-// checkRefusals checks that few pod creates were refused, all with
-// "connection refused", within a short time.
+// checkRefusals checks that few pod creates were refused, all by the
+// killed pod, within a short time.
 func checkRefusals(t *testing.T, r createReport) {
 	t.Helper()
 	if r.failed > maxRefused {
 		t.Errorf("%d pod creates refused, want at most %d: %s", r.failed, maxRefused, r)
 	}
+	// The apiserver dialling the killed pod is refused; a call it had
+	// in flight to it when the process died is reset. Anything else (a
+	// timeout, a TLS error, a refusal by a live replica) is a defect.
 	for _, e := range r.errors {
-		if !strings.Contains(e, "connection refused") {
-			t.Errorf("a pod create refused with %q, want only \"connection refused\" (the apiserver dialling the killed pod)", e)
+		if !strings.Contains(e, "connection refused") && !strings.Contains(e, "connection reset by peer") {
+			t.Errorf("a pod create refused with %q, want only \"connection refused\" or \"connection reset by peer\" (the killed pod)", e)
 		}
 	}
 	if d := r.lastFailure.Sub(r.firstFailure); d >= maxRefusedFor {
