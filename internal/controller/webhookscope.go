@@ -13,11 +13,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/scope"
 )
 
@@ -68,11 +70,11 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: s.Configuration}, &cfg); err != nil {
 		return fmt.Errorf("get MutatingWebhookConfiguration %s: %w", s.Configuration, err)
 	}
-	// The scope reads the sets' specs only, which their generation
-	// versions.
+	// The scope reads the sets' specs, which their generation versions,
+	// and the path that injects each.
 	input := cfg.ResourceVersion
 	for j := range list.Items {
-		input += fmt.Sprintf(";%s/%s/%d", list.Items[j].Name, list.Items[j].UID, list.Items[j].Generation)
+		input += fmt.Sprintf(";%s/%s/%d/%t", list.Items[j].Name, list.Items[j].UID, list.Items[j].Generation, inject.ByPolicy(&list.Items[j]))
 	}
 	if input == s.synced {
 		return nil
@@ -134,9 +136,23 @@ func (s *WebhookScope) SetupWithManager(mgr ctrl.Manager) error {
 	named := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == s.Configuration })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("webhookscope").
-		Watches(&v1alpha1.SidecarSet{}, one, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.SidecarSet{}, one, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pathChanged))).
 		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, one, builder.WithPredicates(named)).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			return reconcile.Result{}, s.Sync(ctx)
 		}))
+}
+
+// pathChanged passes an update of a SidecarSet whose injection path
+// (status.injection) changed: the scope leaves out the sets a policy
+// injects.
+var pathChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok := e.ObjectOld.(*v1alpha1.SidecarSet)
+		cur, ok2 := e.ObjectNew.(*v1alpha1.SidecarSet)
+		return ok && ok2 && inject.ByPolicy(old) != inject.ByPolicy(cur)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }

@@ -19,6 +19,10 @@
 //
 // Scope never depends on which namespaces exist, so a namespace created
 // just before its pods needs no update to be reached.
+//
+// A set whose MutatingAdmissionPolicy injects it (inject.ByPolicy) is left
+// out like a paused one: the webhook would leave it alone anyway, and with
+// it out a webhook outage cannot refuse the pods only such sets match.
 package scope
 
 import (
@@ -34,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
 )
 
 // Names of the matchConditions Of writes.
@@ -147,10 +152,10 @@ type compiled struct {
 	pod        labels.Requirements
 }
 
-// compile returns set's selectors, and false for a set that injects into
-// no new pod.
+// compile returns set's selectors, and false for a set that the webhook
+// injects into no new pod.
 func compile(set *v1alpha1.SidecarSet) (compiled, bool) {
-	if set.Spec.InjectionStrategy.Paused || set.Spec.Selector == nil {
+	if set.Spec.InjectionStrategy.Paused || set.Spec.Selector == nil || inject.ByPolicy(set) {
 		return compiled{}, false
 	}
 	if len(set.Spec.Selector.MatchLabels) == 0 && len(set.Spec.Selector.MatchExpressions) == 0 {

@@ -111,6 +111,11 @@ func TestOf(t *testing.T) {
 		wantNS:      []metav1.LabelSelectorRequirement{exclusion},
 		wantMatched: "false",
 	}, {
+		name:        "a set a policy injects is as none",
+		sets:        []*v1alpha1.SidecarSet{byPolicy(testutil.SidecarSet("a").Selector(db).Obj())},
+		wantNS:      []metav1.LabelSelectorRequirement{exclusion},
+		wantMatched: "false",
+	}, {
 		name:        "a set with an empty selector is as none",
 		sets:        []*v1alpha1.SidecarSet{testutil.SidecarSet("a").LabelSelector(&metav1.LabelSelector{}).Obj()},
 		wantNS:      []metav1.LabelSelectorRequirement{exclusion},
@@ -305,4 +310,11 @@ func TestOfReachesEveryMatch(t *testing.T) {
 			t.Fatalf("no set is active, but the webhook is called")
 		}
 	})
+}
+
+// byPolicy returns set with the status of a set its MutatingAdmissionPolicy
+// injects.
+func byPolicy(set *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
+	set.Status.Injection = &v1alpha1.InjectionStatus{Path: v1alpha1.InjectionPolicy}
+	return set
 }
