@@ -54,10 +54,13 @@ e2e:
 	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./internal/cli/...
 	SIDECARSET_NODES=real KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) -run TestPlaygroundWithDemo ./internal/playground/...
 
-## bench: the benchmarks; results go to bench/results/.
+## bench: the benchmarks; results go to bench/results/. BENCH picks them by
+## name (a -bench pattern, default all); BENCH_SCALE=small runs them smaller,
+## in minutes (test/bench's admission benchmark: about two).
+BENCH ?= .
 bench: control-plane
 	@mkdir -p bench/results
-	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./... | tee bench/results/latest.txt
+	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 60m ./... | tee bench/results/latest.txt
 
 generate:
 	$(CONTROLLER_GEN) object paths=./api/...

@@ -31,6 +31,7 @@ var purePackages = []string{
 	"github.com/sidecarset/sidecarset/internal/policy/...",
 	"github.com/sidecarset/sidecarset/internal/revision/...",
 	"github.com/sidecarset/sidecarset/internal/rollout/...",
+	"github.com/sidecarset/sidecarset/internal/scope/...",
 	"github.com/sidecarset/sidecarset/internal/status/...",
 	"github.com/sidecarset/sidecarset/internal/validation/...",
 }

@@ -36,7 +36,10 @@ func NewCmdInject(o *Options) *cobra.Command {
 (multi-document YAML, or a List) and print them with the matching SidecarSets
 injected into their pod templates, exactly as the webhook would inject them,
 records included: pods created from a printed template are not injected again.
-Other documents are printed as they came. Admission warnings go to stderr.
+Other documents are printed as they came. Warnings go to stderr: the webhook's
+admission warnings about each object, and, the first time each SidecarSet is
+injected, the warnings the validating webhook gives when that set is applied
+(a sidecar without resources, an image by tag), which this command never does.
 
 The SidecarSets come from the cluster, or from --sidecarsets FILE, which needs
 no cluster at all. The webhook injects by the namespace a pod is created in, so
@@ -157,7 +160,7 @@ func Inject(ctx context.Context, c client.Reader, in io.Reader, out, errOut io.W
 	if err != nil {
 		return err
 	}
-	j := &injector{c: c, errOut: errOut, opts: opts, described: map[string]*corev1.Namespace{}, namespaces: map[string]*corev1.Namespace{}, excludedWarned: map[string]bool{}}
+	j := &injector{c: c, errOut: errOut, opts: opts, described: map[string]*corev1.Namespace{}, namespaces: map[string]*corev1.Namespace{}, excludedWarned: map[string]bool{}, setsWarned: map[string]bool{}}
 	if j.sets, err = j.sidecarSets(ctx); err != nil {
 		return err
 	}
@@ -195,6 +198,8 @@ type injector struct {
 	described, namespaces map[string]*corev1.Namespace
 	// excludedWarned are the excluded namespaces warned about.
 	excludedWarned map[string]bool
+	// setsWarned are the SidecarSets whose own warnings were printed.
+	setsWarned map[string]bool
 }
 
 // describe records the Namespace obj is, or those inside it if it is a
@@ -228,6 +233,24 @@ func (j *injector) describe(obj map[string]any) error {
 
 func (j *injector) warn(what, msg string) {
 	fmt.Fprintf(j.errOut, "Warning: %s: %s\n", what, msg)
+}
+
+// warnSets prints, the first time each of the named sets is injected, the
+// warnings that hold for it whatever the pod (inject.SetWarnings). The
+// validating webhook gives them when a set is applied, which this command
+// never does; the pod webhook does not repeat them, so neither does this
+// command for every object.
+func (j *injector) warnSets(names []string) {
+	for _, name := range names {
+		if j.setsWarned[name] {
+			continue
+		}
+		j.setsWarned[name] = true
+		i := slices.IndexFunc(j.sets, func(s *v1alpha1.SidecarSet) bool { return s.Name == name })
+		for _, w := range inject.SetWarnings(j.sets[i]) {
+			j.warn("SidecarSet "+name, w)
+		}
+	}
 }
 
 func (j *injector) sidecarSets(ctx context.Context) ([]*v1alpha1.SidecarSet, error) {
@@ -385,6 +408,7 @@ func (j *injector) inject(ctx context.Context, pod *corev1.Pod, ns, what string)
 		return nil, err
 	}
 	res := inject.Inject(pod, nsObj, j.sets, inject.Options{ManagerNamespace: j.opts.ManagerNamespace})
+	j.warnSets(res.Injected)
 	for _, w := range res.Warnings {
 		j.warn(what, w)
 	}

@@ -57,7 +57,13 @@ spec:
 	if len(docs) != 2 || strings.TrimSpace(docs[1]) != configMap {
 		t.Fatalf("want the Deployment and the ConfigMap exactly as written, got:\n%s", r.out)
 	}
-	mustContain(t, r.errOut, `Warning: Deployment web: SidecarSet "`+f.Set+`" container "exporter" image "exporter:v1" is a tag`)
+	// The set's own warning, which the validating webhook gave when the set
+	// was created, once.
+	tag := `Warning: SidecarSet ` + f.Set + `: spec.containers[0].image: image "exporter:v1" of container "exporter" is a tag`
+	mustContain(t, r.errOut, tag)
+	if n := strings.Count(r.errOut, tag); n != 1 {
+		t.Errorf("the set's warning printed %d times, want once:\n%s", n, r.errOut)
+	}
 
 	deploy := &appsv1.Deployment{}
 	if err := yaml.UnmarshalStrict([]byte(docs[0]), deploy); err != nil {

@@ -51,13 +51,17 @@ func stopManager(t *testing.T) (start func()) {
 }
 
 // TestManagerDown: with every manager replica down and the default
-// failurePolicy Fail, a matching pod's creation is refused, and so is any
+// failurePolicy Fail, a matching pod's creation is refused, while pods no
+// set matches (other labels, or the set's labels in a namespace the set
+// does not select) are created; so is any
 // change to a SidecarSet (kubectl sidecarset exits 1, naming the webhook);
 // status still reads the last status; once the manager is back, the same
 // pod is created with its sidecar.
 func TestManagerDown(t *testing.T) {
 	f := newFixture(t)
-	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	set := f.SidecarSet("exporter:v1", 0)
+	set.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: f.NS}}
+	f.CreateSet(set)
 	f.CreatePods(1, nil, nil)
 	f.complete(1)
 	start := stopManager(t)
@@ -70,6 +74,21 @@ func TestManagerDown(t *testing.T) {
 	}
 	t.Logf("create a pod: %v", err)
 	mustContain(t, err.Error(), `Internal error occurred: failed calling webhook "pods.sidecarset.dev": failed to call webhook: Post "https://`, "/mutate-v1-pod?timeout=5s", "connect: connection refused")
+
+	// The pod webhook is narrowed to what the SidecarSets can match: a pod
+	// no set matches, in the same namespace or another, never waits on it.
+	other := f.NewPod("unmatched")
+	other.Labels = map[string]string{"example.com/app": "other"}
+	cluster.FitPod(&other.Spec)
+	if err := env.Client.Create(t.Context(), other); err != nil {
+		t.Errorf("a pod no set matches was refused while the manager is down: %v", err)
+	}
+	away := fixture.New(t, cluster).NewPod("elsewhere")
+	away.Labels = f.Labels
+	cluster.FitPod(&away.Spec)
+	if err := env.Client.Create(t.Context(), away); err != nil {
+		t.Errorf("a pod with the set's labels in a namespace the set does not select was refused while the manager is down: %v", err)
+	}
 
 	r := kubectl(t, false, "rollout", "pause", f.Set)
 	if r.err == nil || cli.ExitCode(r.err) != 1 {
@@ -145,7 +164,9 @@ func TestWebhookDownIgnore(t *testing.T) {
 	}
 
 	start()
-	f.WaitStatus("2 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 2 })
+	// Within one recount of the manager back: its first reconcile of the
+	// set counts them.
+	f.WaitStatusFor(controller.UnmanagedRecount, "2 unmanaged pods within one recount", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 2 })
 	r := ok(t, "status", f.Set)
 	if got := row(t, r.out, f.Set); got[2] != "0" || got[8] != "2" {
 		t.Errorf("status: MATCHED %s UNMANAGED %s, want 0 and 2", got[2], got[8])

@@ -18,6 +18,15 @@ import (
 // revision and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	if r.WebhookScope != nil {
+		// Before the status is written: a status that observed the set's
+		// generation then says the pod webhook sees the pods it matches. A
+		// failure does not hold the rollout; the scope's own controller
+		// retries it.
+		if err := r.WebhookScope.Sync(ctx); err != nil {
+			log.Error(err, "narrow the pod webhook")
+		}
+	}
 	set := &v1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -86,6 +86,8 @@ type Reconciler struct {
 	// Workers is how many SidecarSets are reconciled at once (one set is
 	// never reconciled by two at a time); 0 means DefaultWorkers.
 	Workers int
+	// WebhookScope, when set, is synced before each reconcile writes.
+	WebhookScope *WebhookScope
 
 	// injectCache keeps parsed selectors between reconciles.
 	injectCache inject.Cache

@@ -92,14 +92,15 @@
 //
 // # Warnings
 //
-// Besides skipped sets, Inject warns, naming the set and the container, when
-// an injected container has no resource requests or limits (unless the pod
-// has pod-level resources, which bound it), when its image is a tag rather
-// than a digest (no "@"), and when a regular container goes into a pod with
-// restartPolicy Never or OnFailure, which then never completes. A last
-// warning names the containers that change the pod's QoS class, computed as
-// the kubelet does before and after injection; Guaranteed to Burstable
-// matters most, as it moves the pod ahead in OOM-kill and eviction order.
+// Inject warns about what depends on the pod: besides skipped sets and
+// stale or unreadable records, when a regular container goes into a pod
+// with restartPolicy Never or OnFailure, which then never completes, naming
+// the set and the container. A last warning names the containers that
+// change the pod's QoS class, computed as the kubelet does before and after
+// injection; Guaranteed to Burstable matters most, as it moves the pod ahead
+// in OOM-kill and eviction order. What holds whatever the pod (a container
+// without resources, an image by tag) is SetWarnings's, given when the set
+// is applied, not on every pod.
 //
 // Every warning about a SidecarSet is also in Result.Events, with a reason,
 // for the webhook to tell the set: a warning reaches only whoever created
@@ -143,9 +144,9 @@ const (
 	// of its own (a container name the pod already uses, an invalid
 	// selector); the pod counts as unmanaged.
 	ReasonNotInjected = "NotInjected"
-	// ReasonInjectionWarning: the set was injected, with a caveat (no
-	// resources, an image by tag, a pod that never completes, a QoS class
-	// change, a volume another set declares differently).
+	// ReasonInjectionWarning: the set was injected, with a caveat about
+	// this pod (a pod that never completes, a QoS class change, a volume
+	// another set declares differently, a stale record dropped).
 	ReasonInjectionWarning = "InjectionWarning"
 )
 
@@ -481,7 +482,7 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState) revision.
 	for sc, init := range sidecarsOf(set) {
 		b.injected = append(b.injected, sidecar{set: set.Name, c: sc, init: init})
 		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init, Image: sc.Image})
-		b.warnContainer(set.Name, sc, init)
+		b.warnRestartPolicy(set.Name, sc, init)
 	}
 	for i := range set.Spec.Volumes {
 		b.addVolume(set.Name, &set.Spec.Volumes[i])
@@ -552,18 +553,11 @@ func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Cont
 	return out
 }
 
-// warnContainer warns about one injected container.
-func (b *builder) warnContainer(setName string, sc *v1alpha1.SidecarContainer, init bool) {
-	// With pod-level resources the pod's budget bounds the sidecar.
-	if len(sc.Resources.Requests) == 0 && len(sc.Resources.Limits) == 0 && !podLevelResourcesSet(b.pod) {
-		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses", setName, sc.Name)
-	}
-	if !strings.Contains(sc.Image, "@") {
-		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q image %q is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images", setName, sc.Name, sc.Image)
-	}
-	// A regular container keeps running after the app exits, so a pod that
-	// is meant to finish never does; the kubelet stops a native sidecar once
-	// the regular containers have exited.
+// warnRestartPolicy warns when a regular container goes into a pod that is
+// meant to finish: it keeps running after the app exits, so the pod never
+// does; the kubelet stops a native sidecar once the regular containers have
+// exited.
+func (b *builder) warnRestartPolicy(setName string, sc *v1alpha1.SidecarContainer, init bool) {
 	if policy := b.pod.Spec.RestartPolicy; !init && (policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure) {
 		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: declare it under initContainers with restartPolicy: Always", setName, sc.Name, policy)
 	}

@@ -422,6 +422,9 @@ func deepCopies(sets []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
 	return out
 }
 
+// TestInjectWarnings says, case by case, which warnings hold for the set
+// whatever the pod (SetWarnings, given when the set is applied) and which
+// depend on the pod (Inject, given on the pod's create).
 func TestInjectWarnings(t *testing.T) {
 	bestEffortPod := func() *testutil.PodBuilder {
 		return testutil.Pod("shop", "job-0").Labels(dbLabels).Container("app", appImage)
@@ -436,36 +439,54 @@ func TestInjectWarnings(t *testing.T) {
 		p.Spec.Resources = &corev1.ResourceRequirements{Limits: guaranteed("", "").Obj().Resources.Limits}
 		return p
 	}
+	const (
+		noResources           = `spec.containers[0].resources: container "proxy" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses, unless the pod declares pod-level resources`
+		bestEffortToBurstable = `injection changes the pod's QoS class from BestEffort to Burstable (SidecarSet "mesh" container "proxy")`
+	)
 
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
 		sets []*v1alpha1.SidecarSet
-		want []string
+		// setWarnings are the SetWarnings of each set, in order;
+		// podWarnings are Inject's.
+		setWarnings, podWarnings []string
 	}{{
-		name: "a sidecar without resources (the pod stays BestEffort)",
+		name:        "a sidecar without resources (the pod stays BestEffort): the set's",
+		pod:         bestEffortPod().Obj(),
+		sets:        []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Sidecar(""))},
+		setWarnings: []string{noResources},
+	}, {
+		name:        "a sidecar without resources in a pod with pod-level resources: still the set's, which says so",
+		pod:         withPodResources(bestEffortPod().Obj()),
+		sets:        []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Sidecar(""))},
+		setWarnings: []string{noResources},
+	}, {
+		name:        "an image by tag: the set's, with the field path of the init container",
+		pod:         dbPod().Obj(),
+		sets:        []*v1alpha1.SidecarSet{nativeSet(guaranteed("proxy", "envoyproxy/envoy:v1.30").RestartAlways().Sidecar(""))},
+		setWarnings: []string{`spec.initContainers[0].image: image "envoyproxy/envoy:v1.30" of container "proxy" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`},
+	}, {
+		name: "the worked case of SetWarnings",
 		pod:  bestEffortPod().Obj(),
-		sets: []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Sidecar(""))},
-		want: []string{`SidecarSet "mesh" container "proxy" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses`},
+		sets: []*v1alpha1.SidecarSet{testutil.SidecarSet("mesh").Selector(dbLabels).
+			Containers(testutil.Container("proxy", "envoy:1").Sidecar("")).
+			InitContainers(testutil.Container("mesh-init", meshImage).Requests("10m", "").RestartAlways().Sidecar("")).Obj()},
+		setWarnings: []string{
+			noResources,
+			`spec.containers[0].image: image "envoy:1" of container "proxy" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`,
+		},
+		podWarnings: []string{`injection changes the pod's QoS class from BestEffort to Burstable (SidecarSet "mesh" container "mesh-init")`},
 	}, {
-		name: "a sidecar without resources in a pod with pod-level resources: the pod's budget bounds it",
-		pod:  withPodResources(bestEffortPod().Obj()),
-		sets: []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Sidecar(""))},
+		name:        "a regular sidecar in a pod with restartPolicy Never: the pod's",
+		pod:         dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
+		sets:        []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+		podWarnings: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy Never, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
 	}, {
-		name: "an image by tag",
-		pod:  dbPod().Obj(),
-		sets: []*v1alpha1.SidecarSet{nativeSet(guaranteed("proxy", "envoyproxy/envoy:v1.30").RestartAlways().Sidecar(""))},
-		want: []string{`SidecarSet "mesh" container "proxy" image "envoyproxy/envoy:v1.30" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`},
-	}, {
-		name: "a regular sidecar in a pod with restartPolicy Never",
-		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
-		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
-		want: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy Never, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
-	}, {
-		name: "a regular sidecar in a pod with restartPolicy OnFailure",
-		pod:  dbPod().RestartPolicy(corev1.RestartPolicyOnFailure).Obj(),
-		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
-		want: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy OnFailure, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
+		name:        "a regular sidecar in a pod with restartPolicy OnFailure: the pod's",
+		pod:         dbPod().RestartPolicy(corev1.RestartPolicyOnFailure).Obj(),
+		sets:        []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+		podWarnings: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy OnFailure, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
 	}, {
 		name: "a native sidecar in a pod with restartPolicy Never",
 		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
@@ -475,12 +496,12 @@ func TestInjectWarnings(t *testing.T) {
 		pod:  dbPod().RestartPolicy(corev1.RestartPolicyAlways).Obj(),
 		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
 	}, {
-		name: "Guaranteed to Burstable: a sidecar with requests only",
+		name: "Guaranteed to Burstable: a sidecar with requests only, the pod's",
 		pod:  dbPod().Obj(),
 		sets: []*v1alpha1.SidecarSet{sidecarSet(
 			guaranteed("exporter", exporterImage).Sidecar(""),
 			testutil.Container("proxy", proxyImage).Requests("10m", "16Mi").Sidecar(""))},
-		want: []string{`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "mesh" container "proxy"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`},
+		podWarnings: []string{`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "mesh" container "proxy"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`},
 	}, {
 		name: "Guaranteed to Burstable: one warning names every sidecar that did it, across sets",
 		pod:  dbPod().Obj(),
@@ -488,12 +509,12 @@ func TestInjectWarnings(t *testing.T) {
 			sidecarSet(testutil.Container("proxy", proxyImage).Limits("10m", "").Sidecar("")),
 			testutil.SidecarSet("logs").Selector(dbLabels).InitContainers(testutil.Container("shipper", logImage).Limits("", "32Mi").RestartAlways().Sidecar("")).Obj(),
 		},
-		want: []string{`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "logs" container "shipper", SidecarSet "mesh" container "proxy"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`},
+		podWarnings: []string{`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "logs" container "shipper", SidecarSet "mesh" container "proxy"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`},
 	}, {
-		name: "BestEffort to Burstable",
-		pod:  bestEffortPod().Obj(),
-		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
-		want: []string{`injection changes the pod's QoS class from BestEffort to Burstable (SidecarSet "mesh" container "proxy")`},
+		name:        "BestEffort to Burstable",
+		pod:         bestEffortPod().Obj(),
+		sets:        []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+		podWarnings: []string{bestEffortToBurstable},
 	}, {
 		// The apiserver defaults requests from limits after the webhook.
 		name: "a sidecar with limits only keeps the pod Guaranteed",
@@ -504,29 +525,38 @@ func TestInjectWarnings(t *testing.T) {
 		pod:  withPodResources(dbPod().Obj()),
 		sets: []*v1alpha1.SidecarSet{sidecarSet(testutil.Container("proxy", proxyImage).Requests("10m", "").Sidecar(""))},
 	}, {
-		name: "warnings come set by set, then the QoS change",
+		name: "the pod's warnings come set by set, then the QoS change; the sets' are not among them",
 		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
 		sets: []*v1alpha1.SidecarSet{
 			testutil.SidecarSet("z").Selector(dbLabels).Container("agent", "agent:2").Obj(),
 			testutil.SidecarSet("m").Obj(),
 			testutil.SidecarSet("a").Selector(dbLabels).InitContainers(guaranteed("proxy", "envoy:1").RestartAlways().Sidecar("")).Obj(),
 		},
-		want: []string{
-			`SidecarSet "a" container "proxy" image "envoy:1" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`,
+		setWarnings: []string{
+			`spec.containers[0].resources: container "agent" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses, unless the pod declares pod-level resources`,
+			`spec.containers[0].image: image "agent:2" of container "agent" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`,
+			`spec.initContainers[0].image: image "envoy:1" of container "proxy" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`,
+		},
+		podWarnings: []string{
 			`SidecarSet "m" not injected: selector is empty, which would select every pod`,
-			`SidecarSet "z" container "agent" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses`,
-			`SidecarSet "z" container "agent" image "agent:2" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`,
 			`SidecarSet "z" container "agent" is a regular container in a pod with restartPolicy Never, which never completes while it runs: declare it under initContainers with restartPolicy: Always`,
 			`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "z" container "agent"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`,
 		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			var set []string
+			for _, s := range tc.sets {
+				set = append(set, inject.SetWarnings(s)...)
+			}
+			if diff := cmp.Diff(tc.setWarnings, set, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("SetWarnings() (-want +got):\n%s", diff)
+			}
 			got := inject.Inject(tc.pod, shop, tc.sets, opts)
 			if len(got.Injected) == 0 {
 				t.Fatal("Inject() injected nothing")
 			}
-			if diff := cmp.Diff(tc.want, got.Warnings, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.podWarnings, got.Warnings, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Inject() warnings (-want +got):\n%s", diff)
 			}
 		})
@@ -753,8 +783,6 @@ func TestInjectEvents(t *testing.T) {
 	want := []inject.Event{
 		{Set: "clash", Reason: inject.ReasonNotInjected, Message: `SidecarSet "clash" not injected: the pod already has a container named "app", which it keeps`},
 		{Set: "mounter", Reason: inject.ReasonInjectionSkipped, Message: `SidecarSet "mounter" not injected into this pod: container "exporter" mounts volume "data", which neither the pod nor the SidecarSet declares`},
-		{Set: "tagged", Reason: inject.ReasonInjectionWarning, Message: `SidecarSet "tagged" container "agent" has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses`},
-		{Set: "tagged", Reason: inject.ReasonInjectionWarning, Message: `SidecarSet "tagged" container "agent" image "agent:2" is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`},
 		{Set: "tagged", Reason: inject.ReasonInjectionWarning, Message: qos},
 	}
 	if diff := cmp.Diff(want, got.Events); diff != "" {

@@ -17,6 +17,9 @@ import (
 const (
 	mutatingWebhookConfiguration   = "sidecarset-mutating"
 	validatingWebhookConfiguration = "sidecarset-validating"
+	// podWebhook is the pod mutator's webhook in the mutating
+	// configuration, whose scope the leader narrows.
+	podWebhook = "pods.sidecarset.dev"
 )
 
 // serveWebhooks registers the webhooks: at once when the certificate is

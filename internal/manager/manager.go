@@ -62,6 +62,12 @@ type Options struct {
 	LeaderElection bool
 	// Workers is how many SidecarSets are reconciled at once.
 	Workers int
+	// NarrowPodWebhook makes the leader keep the pod webhook's
+	// namespaceSelector, objectSelector and matchConditions to what the
+	// SidecarSets can match (controller.WebhookScope): the apiserver then
+	// calls it for no other pod, and with failurePolicy Fail an outage of
+	// the manager refuses only those pods.
+	NarrowPodWebhook bool
 	// SeveralPerProcess allows more than one manager in one process over
 	// its life (tests that restart the manager): controller names are then
 	// not checked for uniqueness, which only guards metric names.
@@ -101,6 +107,7 @@ func DefaultOptions() Options {
 		WebhookService:   "sidecarset-webhook",
 		LeaderElection:   true,
 		Workers:          controller.DefaultWorkers,
+		NarrowPodWebhook: true,
 		ShutdownDrain:    5 * time.Second,
 		GracefulShutdown: 10 * time.Second,
 		Injection:        InjectionWebhook,
@@ -172,12 +179,25 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	var webhookScope *controller.WebhookScope
+	if opts.NarrowPodWebhook {
+		webhookScope = &controller.WebhookScope{
+			Client:        mgr.GetClient(),
+			Configuration: mutatingWebhookConfiguration,
+			Webhook:       podWebhook,
+			Namespace:     opts.Namespace,
+		}
+		if err := webhookScope.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("set up the pod webhook's scope: %w", err)
+		}
+	}
 	err = (&controller.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("sidecarset-controller"),
-		Namespace: opts.Namespace,
-		Workers:   opts.Workers,
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder("sidecarset-controller"),
+		Namespace:    opts.Namespace,
+		Workers:      opts.Workers,
+		WebhookScope: webhookScope,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the SidecarSet controller: %w", err)

@@ -17,9 +17,10 @@ package manager
 // Certificate rotation keeps the caBundle of the two webhook configurations
 // and the certificate in its Secret. Its cache lists and watches them (it
 // cannot be narrowed to a name); it writes them with update, and only
-// these, by name.
+// these, by name. The leader patches the pod webhook's selectors and
+// matchConditions (controller.WebhookScope).
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=sidecarset-mutating,verbs=update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=sidecarset-mutating,verbs=update;patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=sidecarset-validating,verbs=update
 //
 // The policy injection path keeps one MutatingAdmissionPolicy and binding

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/sidecarset/internal/inject"
 )
@@ -17,19 +18,57 @@ func TestEventLimiter(t *testing.T) {
 		set, reason string
 		at          time.Duration
 		want        bool
+		// pods is how many pods an event let through stands for.
+		pods int
 	}{
-		{"a", inject.ReasonInjectionSkipped, 0, true},
-		{"a", inject.ReasonInjectionSkipped, time.Second, false},
-		{"a", inject.ReasonInjectionWarning, time.Second, true},
-		{"b", inject.ReasonInjectionSkipped, time.Second, true},
-		{"a", inject.ReasonInjectionSkipped, EventInterval - time.Nanosecond, false},
-		{"a", inject.ReasonInjectionSkipped, EventInterval, true},
-		{"a", inject.ReasonInjectionSkipped, EventInterval + time.Second, false},
+		// The worked case of allow.
+		{"w", inject.ReasonInjectionWarning, 0, true, 1},
+		{"w", inject.ReasonInjectionWarning, time.Second, false, 0},
+		{"w", inject.ReasonInjectionWarning, 2 * time.Second, false, 0},
+		{"w", inject.ReasonInjectionWarning, 15 * time.Minute, true, 3},
+
+		{"a", inject.ReasonInjectionSkipped, 0, true, 1},
+		{"a", inject.ReasonInjectionSkipped, time.Second, false, 0},
+		{"a", inject.ReasonInjectionWarning, time.Second, true, 1},
+		{"b", inject.ReasonInjectionSkipped, time.Second, true, 1},
+		{"a", inject.ReasonInjectionSkipped, EventInterval - time.Nanosecond, false, 0},
+		{"a", inject.ReasonInjectionSkipped, EventInterval, true, 3},
+		{"a", inject.ReasonInjectionSkipped, EventInterval + time.Second, false, 0},
+		// Long after, with nothing held back since: this pod alone.
+		{"b", inject.ReasonInjectionSkipped, 10 * EventInterval, true, 1},
 	}
 	for i, s := range steps {
-		if got := l.allow(s.set, s.reason, t0.Add(s.at)); got != s.want {
-			t.Errorf("step %d: allow(%s, %s) at +%s = %v, want %v", i, s.set, s.reason, s.at, got, s.want)
+		pods, ok := l.allow(s.set, s.reason, t0.Add(s.at))
+		if ok != s.want || pods != s.pods {
+			t.Errorf("step %d: allow(%s, %s) at +%s = (%d, %v), want (%d, %v)", i, s.set, s.reason, s.at, pods, ok, s.pods, s.want)
 		}
+	}
+}
+
+func TestEventNote(t *testing.T) {
+	pod := klog.KRef("shop", "db-0")
+	long := strings.Repeat("x", 2*noteLimit)
+	cases := []struct {
+		name string
+		msg  string
+		pods int
+		want string
+	}{
+		{"one pod: no count", "injection changes the pod's QoS class", 1, "pod shop/db-0: injection changes the pod's QoS class"},
+		{"held back pods: counted", "injection changes the pod's QoS class", 17, "pod shop/db-0: injection changes the pod's QoS class (17 pods since the last event)"},
+		{"a long message is cut, the count kept", long, 2,
+			"pod shop/db-0: " + long[:noteLimit-len("pod shop/db-0: ")-len("... (2 pods since the last event)")] + "... (2 pods since the last event)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := eventNote(pod, tc.msg, tc.pods)
+			if got != tc.want {
+				t.Errorf("eventNote() = %q, want %q", got, tc.want)
+			}
+			if len(got) > noteLimit {
+				t.Errorf("eventNote() is %d bytes, more than %d", len(got), noteLimit)
+			}
+		})
 	}
 }
 

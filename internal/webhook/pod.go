@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -55,11 +56,15 @@ type PodMutator struct {
 	// empty.
 	APIReader client.Reader
 	// Recorder, when set, tells each SidecarSet what injection warned about
-	// it, at most once per set and reason per EventInterval: a warning
-	// reaches only whoever created the pod, often a controller that drops
-	// it. No event is sent for a dry run.
+	// it for a pod, at most once per set and reason per EventInterval, with
+	// the number of pods the event stands for: a warning reaches only
+	// whoever created the pod, often a controller that drops it. No event is
+	// sent for a dry run.
 	Recorder events.EventRecorder
-	Options  inject.Options
+	// Clock, when set, is the time the event limiter goes by; nil is the
+	// real one.
+	Clock   clock.PassiveClock
+	Options inject.Options
 
 	limiter eventLimiter
 }
@@ -140,12 +145,20 @@ func (m *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 	if !res.Changed && !learned {
 		return admission.Allowed("").WithWarnings(res.Warnings...), &res
 	}
+	log := ctrl.LoggerFrom(ctx)
+	log.V(1).Info("injected sidecars", "pod", klog.KRef(namespace, podName(pod)),
+		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "recordedAdmittedImages", learned, "dryRun", dryRun)
+	ops, err := podPatch(pod, res.Pod)
+	if err == nil {
+		return admission.Patched("", ops...).WithWarnings(res.Warnings...), &res
+	}
+	// Injection changed the pod in a way podPatch does not know: the
+	// slower diff of the two serialised pods still gives the right patch.
+	log.Error(err, "write the injection's patch; diffing the pods instead", "pod", klog.KRef(namespace, podName(pod)))
 	out, err := json.Marshal(res.Pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode injected pod: %w", err)), &res
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("injected sidecars", "pod", klog.KRef(namespace, podName(pod)),
-		"sidecarSets", res.Injected, "skipped", len(res.Skipped), "recordedAdmittedImages", learned, "dryRun", dryRun)
 	return admission.PatchResponseFromRaw(req.Object.Raw, out).WithWarnings(res.Warnings...), &res
 }
 
@@ -200,27 +213,54 @@ func (m *PodMutator) namespace(ctx context.Context, name string) (*corev1.Namesp
 
 // EventInterval is how often at most a SidecarSet gets an event of one
 // reason from injection. A Deployment scaling up creates its pods in a
-// burst; one event per set and reason says what a thousand would.
-const EventInterval = time.Minute
+// burst; one event per set and reason says what a thousand would, and how
+// many pods it stands for. It is longer than the 12 minutes within which
+// client-go's events.k8s.io recorder folds a new event into the series of
+// an earlier one with the same set, reason and action, keeping the earlier
+// message: within that window the count of pods would never be seen.
+const EventInterval = 15 * time.Minute
 
 // tell sends the events about each set, one per set and reason, unless
-// one was sent within EventInterval.
+// one was sent within EventInterval. An event that follows others held back
+// counts the pods since the last one went out, this one included.
 func (m *PodMutator) tell(sets []*v1alpha1.SidecarSet, pod klog.ObjectRef, evs []inject.Event) {
 	if m.Recorder == nil || len(evs) == 0 {
 		return
 	}
 	for _, ev := range eventsBySetAndReason(evs) {
 		i := slices.IndexFunc(sets, func(s *v1alpha1.SidecarSet) bool { return s.Name == ev.Set })
-		if i < 0 || !m.limiter.allow(ev.Set, ev.Reason, time.Now()) {
+		if i < 0 {
 			continue
 		}
-		m.Recorder.Eventf(sets[i], nil, corev1.EventTypeWarning, ev.Reason, "Inject", "%s", truncate(fmt.Sprintf("pod %s: %s", pod, ev.Message), noteLimit))
+		pods, ok := m.limiter.allow(ev.Set, ev.Reason, m.now())
+		if !ok {
+			continue
+		}
+		m.Recorder.Eventf(sets[i], nil, corev1.EventTypeWarning, ev.Reason, "Inject", "%s", eventNote(pod, ev.Message, pods))
 	}
+}
+
+func (m *PodMutator) now() time.Time {
+	if m.Clock == nil {
+		return time.Now()
+	}
+	return m.Clock.Now()
 }
 
 // noteLimit is the longest event message the apiserver accepts, in bytes;
 // the recorder drops a longer one whole.
 const noteLimit = 1024
+
+// eventNote is the message of an event about pod standing for pods pods:
+// "pod shop/db-0: MESSAGE", and, when it stands for more than this one,
+// " (17 pods since the last event)", which a long message never cuts off.
+func eventNote(pod klog.ObjectRef, msg string, pods int) string {
+	var count string
+	if pods > 1 {
+		count = fmt.Sprintf(" (%d pods since the last event)", pods)
+	}
+	return truncate(fmt.Sprintf("pod %s: %s", pod, msg), noteLimit-len(count)) + count
+}
 
 // truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
 func truncate(s string, n int) string {
@@ -251,35 +291,52 @@ func eventsBySetAndReason(evs []inject.Event) []inject.Event {
 }
 
 // eventLimiter lets one event per SidecarSet and reason through per
-// EventInterval. The zero value is ready and safe for concurrent use.
+// EventInterval, and counts the pods it held back in between. The zero value
+// is ready and safe for concurrent use.
 type eventLimiter struct {
 	mu   sync.Mutex
-	last map[[2]string]time.Time
+	last map[[2]string]limited
+}
+
+// limited is what the limiter knows of one set and reason: when its last
+// event went out, and how many pods it held back since.
+type limited struct {
+	sent time.Time
+	held int
 }
 
 // maxLimiterEntries bounds the limiter's memory: past it, entries older
-// than EventInterval (of deleted sets, of reasons that stopped) are dropped.
+// than EventInterval (of deleted sets, of reasons that stopped) are dropped,
+// with the pods they held back uncounted.
 const maxLimiterEntries = 4096
 
-func (l *eventLimiter) allow(set, reason string, now time.Time) bool {
+// allow reports whether an event about set for reason may go out at now,
+// and, when it may, how many pods it stands for: this one and those held
+// back since the last event. Worked case, one set and reason: pods at +0s,
+// +1s, +2s and +15m (EventInterval) give (1, true), (0, false),
+// (0, false), (3, true).
+func (l *eventLimiter) allow(set, reason string, now time.Time) (int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	key := [2]string{set, reason}
-	if last, ok := l.last[key]; ok && now.Sub(last) < EventInterval {
-		return false
+	e, ok := l.last[key]
+	if ok && now.Sub(e.sent) < EventInterval {
+		e.held++
+		l.last[key] = e
+		return 0, false
 	}
 	if l.last == nil {
-		l.last = map[[2]string]time.Time{}
+		l.last = map[[2]string]limited{}
 	}
 	if len(l.last) >= maxLimiterEntries {
-		for k, t := range l.last {
-			if now.Sub(t) >= EventInterval {
+		for k, old := range l.last {
+			if now.Sub(old.sent) >= EventInterval {
 				delete(l.last, k)
 			}
 		}
 	}
-	l.last[key] = now
-	return true
+	l.last[key] = limited{sent: now}
+	return e.held + 1, true
 }
 
 // podName names a pod for logs: pods of a controller often have only a

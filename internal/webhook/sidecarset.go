@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/validation"
 )
@@ -38,7 +39,10 @@ func (SidecarSetDefaulter) Default(_ context.Context, set *v1alpha1.SidecarSet) 
 }
 
 // SidecarSetValidator refuses invalid SidecarSets, and ones that conflict with
-// another SidecarSet, with the field path and the reason.
+// another SidecarSet, with the field path and the reason. It gives the
+// warnings that hold for a set whatever the pod (inject.SetWarnings) when the
+// set is created and when what it puts into pods changes: the pod mutator
+// does not repeat them on every pod.
 type SidecarSetValidator struct {
 	// Reader must be the informer cache; the other SidecarSets come from it.
 	Reader client.Reader
@@ -57,36 +61,45 @@ var _ admission.Validator[*v1alpha1.SidecarSet] = &SidecarSetValidator{}
 const probeTimeout = 2 * time.Second
 
 // ValidateCreate validates a new SidecarSet against the existing ones, then
-// its containers against the apiserver's pod validation.
+// its containers against the apiserver's pod validation. The set's warnings
+// come with a refusal too, so that one round fixes everything.
 func (v *SidecarSetValidator) ValidateCreate(ctx context.Context, set *v1alpha1.SidecarSet) (admission.Warnings, error) {
 	others, err := v.others(ctx, set.Name)
 	if err != nil {
 		return nil, err
 	}
+	warnings := admission.Warnings(inject.SetWarnings(set))
 	if errs := validation.ValidateCreate(set, others, v.Options); len(errs) > 0 {
-		return nil, invalid(set, errs)
+		return warnings, invalid(set, errs)
 	}
-	warnings, errs := v.probe(ctx, set)
-	return warnings, invalid(set, errs)
+	probed, errs := v.probe(ctx, set)
+	return append(warnings, probed...), invalid(set, errs)
 }
 
 // ValidateUpdate validates a changed SidecarSet against its old self and the
 // other SidecarSets, and, when what it puts into pods changed, its containers
-// against the apiserver's pod validation. Any other change (a partition, a
-// pause) is never held up by that, however old the set.
+// against the apiserver's pod validation, with the set's warnings. Any other
+// change (a partition, a pause) is never held up by that, however old the
+// set, and draws no warning: `kubectl sidecarset rollout promote` would
+// otherwise repeat them on every step.
 func (v *SidecarSetValidator) ValidateUpdate(ctx context.Context, oldSet, newSet *v1alpha1.SidecarSet) (admission.Warnings, error) {
 	others, err := v.others(ctx, newSet.Name)
 	if err != nil {
 		return nil, err
 	}
-	if errs := validation.ValidateUpdate(oldSet, newSet, others, v.Options); len(errs) > 0 {
-		return nil, invalid(newSet, errs)
+	changed := revision.Hash(&oldSet.Spec) != revision.Hash(&newSet.Spec)
+	var warnings admission.Warnings
+	if changed {
+		warnings = inject.SetWarnings(newSet)
 	}
-	if revision.Hash(&oldSet.Spec) == revision.Hash(&newSet.Spec) {
+	if errs := validation.ValidateUpdate(oldSet, newSet, others, v.Options); len(errs) > 0 {
+		return warnings, invalid(newSet, errs)
+	}
+	if !changed {
 		return nil, nil
 	}
-	warnings, errs := v.probe(ctx, newSet)
-	return warnings, invalid(newSet, errs)
+	probed, errs := v.probe(ctx, newSet)
+	return append(warnings, probed...), invalid(newSet, errs)
 }
 
 // probe dry-run creates set's probe pod and returns the apiserver's field

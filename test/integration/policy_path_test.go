@@ -99,11 +99,9 @@ func TestPolicyPathOutage(t *testing.T) {
 	if !strings.Contains(st.Message, policy.Name(f.Set)) {
 		t.Errorf("status.injection.message %q does not name the policy", st.Message)
 	}
-	// The pod webhook is called for every pod of a covered namespace,
-	// with failurePolicy Fail; pods that no set on the webhook path can
-	// match must not wait on it. Until the webhook's scope leaves such
-	// pods out, this test takes the webhook's outage as Ignore does.
-	ignoreWebhookFailures(t)
+	// The pod webhook keeps failurePolicy Fail: its scope leaves out the
+	// sets a policy injects, so their pods do not wait on it.
+	waitWebhookScopeWithout(t, f)
 
 	if err := sys.StopManager(); err != nil {
 		t.Fatal(err)
@@ -136,26 +134,15 @@ func TestPolicyPathOutage(t *testing.T) {
 	})
 }
 
-// ignoreWebhookFailures makes the pod webhook's failurePolicy Ignore until
-// the test ends.
-func ignoreWebhookFailures(t *testing.T) {
+// waitWebhookScopeWithout waits until the pod webhook's scope leaves out
+// the fixture's set, which a policy injects: its selector names the
+// fixture's namespace, which then no longer appears in the scope.
+func waitWebhookScopeWithout(t *testing.T, f *testFixture) {
 	t.Helper()
-	set := func(fp admissionregistrationv1.FailurePolicyType) {
-		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "sidecarset-mutating"}, m); err != nil {
-			t.Fatal(err)
-		}
-		for i := range m.Webhooks {
-			if m.Webhooks[i].Name == "pods.sidecarset.dev" {
-				m.Webhooks[i].FailurePolicy = &fp
-			}
-		}
-		if err := env.Client.Update(context.Background(), m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set(admissionregistrationv1.Ignore)
-	t.Cleanup(func() { set(admissionregistrationv1.Fail) })
+	label := fmt.Sprintf("%q", f.NS)
+	waitScope(t, "without the policy-injected set", func(expression string) bool {
+		return !strings.Contains(expression, label)
+	})
 }
 
 // TestPolicyRemoved: pausing injection removes the set's policy at once,

@@ -1,0 +1,54 @@
+package inject
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+)
+
+// SetWarnings returns the warnings about set that hold whatever pod it goes
+// into, each starting with the path of the field it is about:
+//
+//   - a container (or init container) with no resource requests or limits:
+//     the scheduler reserves nothing for it and nothing caps what it uses,
+//     unless a pod it goes into declares pod-level resources;
+//   - an image by tag rather than digest (no "@"): a re-pushed tag makes pods
+//     of one revision run different images.
+//
+// Worked case: a set declaring container proxy (envoy:1, no resources) and
+// init container mesh-init (mesh@sha256:..., with requests) gives
+//
+//	spec.containers[0].resources: container "proxy" has no resource requests or limits: ...
+//	spec.containers[0].image: image "envoy:1" of container "proxy" is a tag, not a digest (@sha256:...): ...
+//
+// These are the validating webhook's to give, when the set is created or
+// what it puts into pods changes: given on every pod create they would reach
+// only the pod's creator, often a controller that logs them for every pod
+// it makes. Inject warns only about what depends on the pod (see the
+// package documentation).
+func SetWarnings(set *v1alpha1.SidecarSet) []string {
+	var out []string
+	spec := field.NewPath("spec")
+	for i := range set.Spec.Containers {
+		out = appendContainerWarnings(out, spec.Child("containers").Index(i), &set.Spec.Containers[i])
+	}
+	for i := range set.Spec.InitContainers {
+		out = appendContainerWarnings(out, spec.Child("initContainers").Index(i), &set.Spec.InitContainers[i])
+	}
+	return out
+}
+
+func appendContainerWarnings(out []string, path *field.Path, sc *v1alpha1.SidecarContainer) []string {
+	if len(sc.Resources.Requests) == 0 && len(sc.Resources.Limits) == 0 {
+		out = append(out, fmt.Sprintf("%s: container %q has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses, unless the pod declares pod-level resources",
+			path.Child("resources"), sc.Name))
+	}
+	if !strings.Contains(sc.Image, "@") {
+		out = append(out, fmt.Sprintf("%s: image %q of container %q is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images",
+			path.Child("image"), sc.Image, sc.Name))
+	}
+	return out
+}

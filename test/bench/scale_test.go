@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// ScaleEnv names the environment variable that picks the scale: "full"
+// (the default) or "small", a run of about two minutes that CI makes so
+// the benchmark keeps working.
+const ScaleEnv = "BENCH_SCALE"
+
+// scale is how much the admission benchmark does.
+type scale struct {
+	name string
+	// rates are the offered rates, creates per second, each held for
+	// rateFor.
+	rates   []int
+	rateFor time.Duration
+	// bulkPods are created by bulkClients clients at once.
+	bulkPods, bulkClients int
+	rounds                int
+	// sets is how many SidecarSets there are (2 of them match the pods);
+	// manySets the larger variant, measured at manyRates and in bulk.
+	sets, manySets int
+	manyRates      []int
+	// unmatchedPods are created where no SidecarSet matches, to count the
+	// webhook calls they cause.
+	unmatchedPods int
+}
+
+var scales = map[string]scale{
+	"full": {
+		name: "full", rates: []int{50, 100, 200}, rateFor: 15 * time.Second,
+		bulkPods: 3000, bulkClients: 64, rounds: 2,
+		sets: 20, manySets: 200, manyRates: []int{200}, unmatchedPods: 500,
+	},
+	"small": {
+		name: "small", rates: []int{50, 200}, rateFor: 2 * time.Second,
+		bulkPods: 300, bulkClients: 64, rounds: 2,
+		sets: 20, manySets: 200, manyRates: []int{200}, unmatchedPods: 100,
+	},
+}
+
+func scaleFromEnv() (scale, error) {
+	name := os.Getenv(ScaleEnv)
+	if name == "" {
+		name = "full"
+	}
+	s, ok := scales[name]
+	if !ok {
+		return scale{}, fmt.Errorf("%s=%q: want full or small", ScaleEnv, name)
+	}
+	return s, nil
+}
