@@ -239,6 +239,11 @@ func runDiff(t *testing.T, tc diffCase) {
 		// The sets are gone: their garbage collection must not take the
 		// policies.
 		cp.Policy.OwnerReferences, cp.Binding.OwnerReferences = nil, nil
+		// Nor the manager's policy controller, which removes the policies
+		// of sets that do not exist: unlabelled, under other names.
+		cp.Policy.Labels, cp.Binding.Labels = nil, nil
+		cp.Policy.Name = "policydiff-" + s.Name
+		cp.Binding.Name, cp.Binding.Spec.PolicyName = cp.Policy.Name, cp.Policy.Name
 		compiled = append(compiled, cp)
 	}
 	for _, cp := range compiled {
@@ -302,6 +307,7 @@ func waitProbe(t *testing.T, ns string, want bool) {
 
 func waitProbeCtx(ctx context.Context, t *testing.T, ns string, want bool) {
 	t.Helper()
+	last := &corev1.Pod{}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		p := testutil.Pod(ns, "probe").Labels(map[string]string{"policydiff.example/probe": "true"}).Containers(testutil.Container("app", diffApp).Obj()).Obj()
 		p.Spec.AutomountServiceAccountToken = new(false)
@@ -311,11 +317,12 @@ func waitProbeCtx(ctx context.Context, t *testing.T, ns string, want bool) {
 			}
 			return false, err
 		}
+		last = p
 		got := slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "probe-sidecar" })
 		return got == want, nil
 	})
 	if err != nil {
-		t.Fatalf("wait for the probe pod in %s to be injected=%v: %v", ns, want, err)
+		t.Fatalf("wait for the probe pod in %s to be injected=%v: %v; the last probe: containers %d, annotations %v", ns, want, err, len(last.Spec.Containers), last.Annotations)
 	}
 }
 
