@@ -25,6 +25,7 @@ import (
 	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/policy"
 	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/scope"
 	"github.com/sidecarset/sidecarset/internal/status"
 )
 
@@ -52,7 +53,12 @@ type PolicyReconciler struct {
 	// Served: the apiserver serves MutatingAdmissionPolicy v1. Without it
 	// no policy is read, written or watched.
 	Served bool
-	Clock  clock.PassiveClock
+	// Configuration and Webhook name the MutatingWebhookConfiguration and
+	// its pod webhook, whose excluded namespaces the policies keep out too.
+	// Empty: only the system and the manager's namespaces are kept out.
+	Configuration string
+	Webhook       string
+	Clock         clock.PassiveClock
 
 	mu sync.Mutex
 	// inStep is, by set name, the hash its policy and binding were last
@@ -185,7 +191,11 @@ func (r *PolicyReconciler) compile(ctx context.Context, set *v1alpha1.SidecarSet
 			injected = fallback
 		}
 	}
-	compiled, err := policy.Compile(injected, policy.Options{ManagerNamespace: r.Namespace})
+	excluded, err := r.excluded(ctx)
+	if err != nil {
+		return policy.Compiled{}, "", err
+	}
+	compiled, err := policy.Compile(injected, policy.Options{ManagerNamespace: r.Namespace, Excluded: excluded})
 	if err != nil {
 		return policy.Compiled{}, "", err
 	}
@@ -195,6 +205,24 @@ func (r *PolicyReconciler) compile(ctx context.Context, set *v1alpha1.SidecarSet
 	}
 	sum := sha256.Sum256(raw)
 	return compiled, hex.EncodeToString(sum[:])[:16], nil
+}
+
+// excluded returns the namespaces the installed pod webhook leaves out by
+// name: a policy never injects where the webhook is never called.
+func (r *PolicyReconciler) excluded(ctx context.Context) ([]string, error) {
+	if r.Configuration == "" {
+		return nil, nil
+	}
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: r.Configuration}, &cfg); err != nil {
+		return nil, fmt.Errorf("get MutatingWebhookConfiguration %s for the namespaces it excludes: %w", r.Configuration, err)
+	}
+	for _, w := range cfg.Webhooks {
+		if w.Name == r.Webhook {
+			return scope.Excluded(w.NamespaceSelector), nil
+		}
+	}
+	return nil, fmt.Errorf("MutatingWebhookConfiguration %s has no webhook %s", r.Configuration, r.Webhook)
 }
 
 // fallback returns a copy of set declaring the revision name.

@@ -66,13 +66,21 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 	if err := s.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list SidecarSets for the pod webhook's scope: %w", err)
 	}
-	var cfg admissionregistrationv1.MutatingWebhookConfiguration
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: s.Configuration}, &cfg); err != nil {
-		return fmt.Errorf("get MutatingWebhookConfiguration %s: %w", s.Configuration, err)
+	var configs admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := s.Client.List(ctx, &configs); err != nil {
+		return fmt.Errorf("list MutatingWebhookConfigurations: %w", err)
 	}
+	c := slices.IndexFunc(configs.Items, func(m admissionregistrationv1.MutatingWebhookConfiguration) bool { return m.Name == s.Configuration })
+	if c < 0 {
+		return fmt.Errorf("get MutatingWebhookConfiguration %s: not found", s.Configuration)
+	}
+	cfg := configs.Items[c]
+	// Another webhook on pod creates may add the labels a set selects,
+	// after ours was first considered: then the scope cannot go by labels.
+	labelled := otherPodWebhook(configs.Items, s.Configuration)
 	// The scope reads the sets' specs, which their generation versions,
 	// and the path that injects each.
-	input := cfg.ResourceVersion
+	input := fmt.Sprintf("%s/%s", cfg.ResourceVersion, labelled)
 	for j := range list.Items {
 		input += fmt.Sprintf(";%s/%s/%d/%t", list.Items[j].Name, list.Items[j].UID, list.Items[j].Generation, inject.ByPolicy(&list.Items[j]))
 	}
@@ -88,7 +96,11 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 	for j := range list.Items {
 		sets[j] = &list.Items[j]
 	}
-	want := scope.Of(sets, append(scope.Excluded(current.NamespaceSelector), s.Namespace))
+	excluded := append(scope.Excluded(current.NamespaceSelector), s.Namespace)
+	want := scope.Of(sets, excluded)
+	if labelled != "" {
+		want = scope.OfNamespaces(sets, excluded)
+	}
 	if equality.Semantic.DeepEqual(current.NamespaceSelector, want.NamespaceSelector) &&
 		equality.Semantic.DeepEqual(current.ObjectSelector, want.ObjectSelector) &&
 		equality.Semantic.DeepEqual(current.MatchConditions, want.MatchConditions) {
@@ -103,9 +115,38 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 		return fmt.Errorf("patch the scope of webhook %s in MutatingWebhookConfiguration %s: %w", s.Webhook, s.Configuration, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("narrowed the pod webhook to what the SidecarSets can match",
-		"sidecarSets", len(sets), "objectSelector", want.ObjectSelector.MatchExpressions,
+		"sidecarSets", len(sets), "byNamespaceOnlyBecauseOf", labelled, "objectSelector", want.ObjectSelector.MatchExpressions,
 		"namespaceSelector", want.NamespaceSelector.MatchExpressions)
 	return nil
+}
+
+// otherPodWebhook names a webhook of a configuration other than ours that
+// the apiserver may call on a pod's creation (it may add labels), or "".
+func otherPodWebhook(configs []admissionregistrationv1.MutatingWebhookConfiguration, ours string) string {
+	for _, c := range configs {
+		if c.Name == ours {
+			continue
+		}
+		for _, w := range c.Webhooks {
+			for _, r := range w.Rules {
+				if ruleCovers(r, "", "pods", admissionregistrationv1.Create) {
+					return c.Name + "/" + w.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// ruleCovers says whether r matches the creation of resource in group.
+func ruleCovers(r admissionregistrationv1.RuleWithOperations, group, resource string, op admissionregistrationv1.OperationType) bool {
+	matches := func(list []string, v string) bool { return slices.Contains(list, "*") || slices.Contains(list, v) }
+	ops := make([]string, len(r.Operations))
+	for i, o := range r.Operations {
+		ops[i] = string(o)
+	}
+	return matches(r.APIGroups, group) && matches(ops, string(op)) &&
+		(matches(r.Resources, resource) || slices.Contains(r.Resources, "*/*"))
 }
 
 // scopePatch replaces the three fields of webhook i, after testing that it
@@ -126,18 +167,18 @@ func scopePatch(i int, name string, sc scope.Scope) ([]byte, error) {
 }
 
 // SetupWithManager registers the controller that calls Sync when a
-// SidecarSet changes and when the configuration does (a chart upgrade
-// writes it as installed), retrying a failed write with back-off.
+// SidecarSet changes and when a webhook configuration does (a chart
+// upgrade writes ours as installed; another one on pods widens the scope),
+// retrying a failed write with back-off.
 func (s *WebhookScope) SetupWithManager(mgr ctrl.Manager) error {
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Configuration}}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{key}
 	})
-	named := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == s.Configuration })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("webhookscope").
 		Watches(&v1alpha1.SidecarSet{}, one, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pathChanged))).
-		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, one, builder.WithPredicates(named)).
+		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, one).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			return reconcile.Result{}, s.Sync(ctx)
 		}))

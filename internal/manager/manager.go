@@ -203,10 +203,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("set up the SidecarSet controller: %w", err)
 	}
 	err = (&controller.PolicyReconciler{
-		Client:    mgr.GetClient(),
-		Namespace: opts.Namespace,
-		Mode:      mode,
-		Served:    served,
+		Client:        mgr.GetClient(),
+		Namespace:     opts.Namespace,
+		Mode:          mode,
+		Served:        served,
+		Configuration: mutatingWebhookConfiguration,
+		Webhook:       podWebhook,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the policy controller: %w", err)

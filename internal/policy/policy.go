@@ -48,6 +48,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -69,9 +70,14 @@ const namePrefix = "sidecarset-"
 // needs.
 type Options struct {
 	// ManagerNamespace is the manager's own namespace, never injected
-	// unless the set allows system namespaces. Empty means none beyond the
+	// (the webhook is never called there). Empty means none beyond the
 	// system ones.
 	ManagerNamespace string
+	// Excluded are the namespaces the installed pod webhook leaves out by
+	// name (the chart's webhook.excludeNamespaces): the webhook is never
+	// called there, so a policy never injects there either, whatever the
+	// set allows.
+	Excluded []string
 }
 
 // Compiled is a SidecarSet's policy and binding.
@@ -194,13 +200,22 @@ var systemNamespaces = []string{metav1.NamespaceSystem, metav1.NamespacePublic, 
 
 // allowedNamespaces selects the namespaces inject allows for set, by the
 // label the apiserver puts on every namespace.
+// The annotation sidecarset.dev/allow-system-namespaces lifts the system
+// namespaces only: the manager's and those the installed webhook excludes
+// stay out, as the webhook is never called there.
 func allowedNamespaces(set *v1alpha1.SidecarSet, opts Options) *metav1.LabelSelector {
-	if set.Annotations[v1alpha1.AnnotationAllowSystemNamespaces] == "true" {
-		return &metav1.LabelSelector{}
+	var excluded []string
+	if set.Annotations[v1alpha1.AnnotationAllowSystemNamespaces] != "true" {
+		excluded = append(excluded, systemNamespaces...)
 	}
-	excluded := append([]string(nil), systemNamespaces...)
 	if opts.ManagerNamespace != "" {
 		excluded = append(excluded, opts.ManagerNamespace)
+	}
+	excluded = append(excluded, opts.Excluded...)
+	slices.Sort(excluded)
+	excluded = slices.Compact(excluded)
+	if len(excluded) == 0 {
+		return &metav1.LabelSelector{}
 	}
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded,

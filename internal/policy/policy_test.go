@@ -69,7 +69,7 @@ func TestCompile(t *testing.T) {
 		t.Errorf("revision %s, want %s", got.Revision, want)
 	}
 	wantNS := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
-		Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "kube-public", "kube-node-lease", "sidecarset-system"}}}}
+		Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-node-lease", "kube-public", "kube-system", "sidecarset-system"}}}}
 	if diff := cmp.Diff(wantNS, got.Policy.Spec.MatchConstraints.NamespaceSelector); diff != "" {
 		t.Errorf("policy namespaceSelector (-want +got):\n%s", diff)
 	}
@@ -95,8 +95,21 @@ func TestCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&metav1.LabelSelector{}, got.Policy.Spec.MatchConstraints.NamespaceSelector); diff != "" {
+	notIn := func(names ...string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
+			Operator: metav1.LabelSelectorOpNotIn, Values: names}}}
+	}
+	// The annotation lifts the system namespaces, never the manager's.
+	if diff := cmp.Diff(notIn("sidecarset-system"), got.Policy.Spec.MatchConstraints.NamespaceSelector); diff != "" {
 		t.Errorf("with system namespaces allowed, policy namespaceSelector (-want +got):\n%s", diff)
+	}
+	// Nor those the installed webhook excludes.
+	got, err = Compile(set, Options{ManagerNamespace: "sidecarset-system", Excluded: []string{"kube-system", "istio-system"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(notIn("istio-system", "kube-system", "sidecarset-system"), got.Policy.Spec.MatchConstraints.NamespaceSelector); diff != "" {
+		t.Errorf("with system namespaces allowed and the webhook excluding some, policy namespaceSelector (-want +got):\n%s", diff)
 	}
 }
 

@@ -88,9 +88,30 @@ type Scope struct {
 // is the same for the same input, so that an unchanged scope is never
 // written again.
 func Of(sets []*v1alpha1.SidecarSet, excluded []string) Scope {
+	return of(sets, excluded, true)
+}
+
+// OfNamespaces is Of without the sets' pod selectors: the scope reaches
+// every pod, whatever its labels, in a namespace some set can match. It is
+// the scope to use while another mutating webhook may add the labels a set
+// selects: the apiserver never calls a webhook for the first time on a
+// reinvocation, so a pod whose labels did not match when ours was first
+// considered would never be injected.
+//
+// Worked case: a {app=db} with namespaceSelector {kubernetes.io/metadata.name
+// In (shop)} gives objectSelector empty and CEL "request.namespace in
+// [shop]" (or a record).
+func OfNamespaces(sets []*v1alpha1.SidecarSet, excluded []string) Scope {
+	return of(sets, excluded, false)
+}
+
+func of(sets []*v1alpha1.SidecarSet, excluded []string, podLabels bool) Scope {
 	active := make([]compiled, 0, len(sets))
 	for _, set := range sets {
 		if c, ok := compile(set); ok {
+			if !podLabels {
+				c.pod = nil
+			}
 			active = append(active, c)
 		}
 	}

@@ -3,6 +3,7 @@ package scope_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -317,4 +318,23 @@ func TestOfReachesEveryMatch(t *testing.T) {
 func byPolicy(set *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
 	set.Status.Injection = &v1alpha1.InjectionStatus{Path: v1alpha1.InjectionPolicy}
 	return set
+}
+
+// TestOfNamespaces: without the pod selectors, the scope goes by namespace
+// only: no objectSelector, and CEL that names no pod label.
+func TestOfNamespaces(t *testing.T) {
+	set := testutil.SidecarSet("a").Selector(map[string]string{"app": "db"}).
+		NamespaceLabelSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"shop"}}}}).Obj()
+	got := scope.OfNamespaces([]*v1alpha1.SidecarSet{set}, []string{"kube-system"})
+	if len(got.ObjectSelector.MatchExpressions) != 0 {
+		t.Errorf("objectSelector %v, want empty", got.ObjectSelector)
+	}
+	matched := got.MatchConditions[0].Expression
+	if strings.Contains(matched, `"app"`) || !strings.Contains(matched, `"shop"`) {
+		t.Errorf("matchConditions %s: want the namespace shop and no pod label", matched)
+	}
+	if none := scope.OfNamespaces([]*v1alpha1.SidecarSet{byPolicy(set.DeepCopy())}, nil); none.MatchConditions[0].Expression != "false" {
+		t.Errorf("a set a policy injects: %s, want false", none.MatchConditions[0].Expression)
+	}
 }
