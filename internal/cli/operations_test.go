@@ -321,8 +321,9 @@ func TestStalledRolloutUndone(t *testing.T) {
 			fixture.Condition(s.Status, v1alpha1.ConditionStalled) == metav1.ConditionTrue
 	})
 	r := ok(t, "status", f.Set)
-	if got := row(t, r.out, f.Set); got[len(got)-1] != "true" {
-		t.Errorf("status: PAUSED %s, want true", got[len(got)-1])
+	// PAUSED is the column before INJECTION, the last.
+	if got := row(t, r.out, f.Set); got[len(got)-2] != "true" {
+		t.Errorf("status: PAUSED %s, want true", got[len(got)-2])
 	}
 	mustContain(t, conditionRow(t, r.out, f.Set, "Stalled"), "True", "ProgressDeadlineExceeded", "no progress within progressDeadlineSeconds (2s): 0 of 2 pods updated and ready; 1 updating")
 	mustContain(t, conditionRow(t, r.out, f.Set, "Progressing"), "False", "Paused", "updateStrategy.paused is true")
