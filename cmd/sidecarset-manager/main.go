@@ -49,6 +49,7 @@ func main() {
 		"the manager's own namespace (default from $POD_NAMESPACE): never injected; revisions are kept there")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "address of the metrics endpoint; 0 turns it off")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "address of /healthz and /readyz; 0 turns it off")
+	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (heap, CPU, goroutines); 0 turns it off, the default")
 	fs.StringVar(&opts.WebhookHost, "webhook-host", opts.WebhookHost, "address the webhook server listens on (empty: all)")
 	fs.IntVar(&opts.WebhookPort, "webhook-port", opts.WebhookPort, "port the webhook server listens on")
 	fs.StringVar(&opts.CertDir, "cert-dir", opts.CertDir, "folder with the webhook serving certificate, tls.crt and tls.key")

@@ -42,6 +42,9 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are listen addresses; "0" turns one off.
 	MetricsAddr string
 	ProbeAddr   string
+	// PprofAddr, when neither "" nor "0", serves Go's /debug/pprof there:
+	// a heap profile of a manager that holds more memory than expected.
+	PprofAddr string
 	// WebhookHost, WebhookPort and CertDir say where the webhooks are served
 	// and with which certificate (tls.crt and tls.key in CertDir).
 	WebhookHost string
@@ -156,6 +159,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
