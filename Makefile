@@ -56,7 +56,8 @@ e2e:
 
 ## bench: the benchmarks; results go to bench/results/. BENCH picks them by
 ## name (a -bench pattern, default all); BENCH_SCALE=small runs them smaller,
-## in minutes (test/bench's admission benchmark: about two).
+## in minutes (test/bench's admission benchmark: about two; its memory
+## benchmark: under two).
 BENCH ?= .
 bench: control-plane
 	@mkdir -p bench/results
