@@ -71,9 +71,11 @@ generate:
 # admission policy.
 manifests:
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd
-	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager-policy paths=./internal/manager/policyrbac output:rbac:artifacts:config=config/rbac/policy
 	cp config/crd/*.yaml charts/sidecarset/crds/
 	cp config/rbac/role.yaml charts/sidecarset/files/role.yaml
+	cp config/rbac/policy/role.yaml charts/sidecarset/files/policy-role.yaml
 	cp config/policy/restrict-sidecars.yaml charts/sidecarset/files/restrict-sidecars.yaml
 
 fmt:
@@ -94,11 +96,11 @@ verify-fmt:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## lint: golangci-lint (.golangci.yaml) over every module with Go code, the
-## end-to-end tests included.
+## end-to-end tests included. Runs on one machine wait for each other.
 lint:
 	@$(GO) build -modfile=hack/tools/lint/go.mod -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
-	@for m in $(LINT_MODULES); do echo "golangci-lint in $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
-	@for m in $(LINT_TOOL_MODULES); do echo "golangci-lint in $$m"; (cd $$m && CGO_ENABLED=0 GOFLAGS="$$($(GO) env GOFLAGS) -trimpath" $(GOLANGCI_LINT) run ./...) || exit 1; done
+	@for m in $(LINT_MODULES); do echo "golangci-lint in $$m"; (cd $$m && $(GOLANGCI_LINT) run --allow-serial-runners ./...) || exit 1; done
+	@for m in $(LINT_TOOL_MODULES); do echo "golangci-lint in $$m"; (cd $$m && CGO_ENABLED=0 GOFLAGS="$$($(GO) env GOFLAGS) -trimpath" $(GOLANGCI_LINT) run --allow-serial-runners ./...) || exit 1; done
 
 ## shellcheck: the scripts under hack/ and .ci/; installs shellcheck when missing.
 shellcheck:
