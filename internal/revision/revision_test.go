@@ -364,3 +364,29 @@ func TestEncodeSetStateIsTheEntry(t *testing.T) {
 		t.Errorf("EncodeSetState = %s, want the entry Encode writes, %s", got, want)
 	}
 }
+
+// A per-set key that is not JSON at all (written by hand, or emptied) stays
+// an unreadable record of its set when another set's record is put: Put
+// neither fails on it nor drops it.
+func TestPutKeepsPerSetKeyThatIsNotJSON(t *testing.T) {
+	b := SetState{Revision: "b-1", Hash: "3", ImagelessHash: "i3", Containers: []ContainerState{}}
+	for _, value := range []string{"", "{oops", `{"revision":`} {
+		t.Run(value, func(t *testing.T) {
+			annotations := map[string]string{PerSetKey("a"): value}
+			got, err := Put(annotations, "b", b)
+			if err != nil {
+				t.Fatalf("Put: %v", err)
+			}
+			annotations[v1alpha1.AnnotationState] = got
+			DropPerSet(annotations)
+			s, err := Decode(annotations)
+			if diff := cmp.Diff(State{"b": b}, s); diff != "" {
+				t.Errorf("Decode after Put (-want +got):\n%s", diff)
+			}
+			var corrupt *CorruptError
+			if !errors.As(err, &corrupt) || !slices.Equal(corrupt.Sets, []string{"a"}) {
+				t.Errorf("Decode after Put: error %v, want set a unreadable", err)
+			}
+		})
+	}
+}
