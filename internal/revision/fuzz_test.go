@@ -9,12 +9,14 @@ import (
 	"testing"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 )
 
 // FuzzDecode reads a pod's records from arbitrary annotations: the state
-// annotation, two per-set keys and one more key of any name. It checks what
+// annotation, two per-set keys and one more key of any name the apiserver
+// accepts. It checks what
 // Decode and Put promise:
 //   - Decode never panics, never returns a nil State, leaves the annotations
 //     alone, and fails only with a *CorruptError whose message names the
@@ -47,6 +49,9 @@ func FuzzDecode(f *testing.F) {
 			PerSetKey(name2):         entry2,
 		}
 		annotations[junkKey] = junkValue
+		// The apiserver accepts only qualified names as annotation keys, so
+		// a per-set key always names its set in valid UTF-8.
+		maps.DeleteFunc(annotations, func(k, _ string) bool { return len(validation.IsQualifiedName(k)) > 0 })
 		before := maps.Clone(annotations)
 
 		got, err := Decode(annotations)

@@ -390,3 +390,29 @@ func TestPutKeepsPerSetKeyThatIsNotJSON(t *testing.T) {
 		})
 	}
 }
+
+// A write time that reads but lies outside years 0 to 9999 once in UTC
+// (a hand-written offset across the year's edge) cannot be written back as
+// RFC 3339: re-encoding the record must still give one that reads the same.
+func TestDecodeWriteTimeOutOfRange(t *testing.T) {
+	for _, at := range []string{"9999-12-31T23:59:59.000000-01:00", "0000-01-01T00:30:00.000000+01:00"} {
+		t.Run(at, func(t *testing.T) {
+			ann := map[string]string{v1alpha1.AnnotationState: `{"a":{"revision":"a-1","hash":"h","imagelessHash":"i",` +
+				`"write":{"wasReady":true,"generation":2,"at":"` + at + `"},"containers":[]}}`}
+			s, err := Decode(ann)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			again, err := Decode(map[string]string{v1alpha1.AnnotationState: Encode(s)})
+			if err != nil {
+				t.Fatalf("Decode of the re-encoded record: %v", err)
+			}
+			if diff := cmp.Diff(s, again); diff != "" {
+				t.Errorf("re-encoded record (-read +again):\n%s", diff)
+			}
+			if w := s["a"].Write; w == nil || !w.WasReady || w.Generation != 2 {
+				t.Errorf("the rest of the write record is lost: %+v", w)
+			}
+		})
+	}
+}
