@@ -376,6 +376,15 @@ func decodeEntry(annotations map[string]string, name string, entry json.RawMessa
 	if name == "" || st.Revision == "" || st.Hash == "" || st.ImagelessHash == "" {
 		return SetState{}, fmt.Errorf("decode annotation %s: entry %q lacks a revision or hash", key, name)
 	}
+	// A time written with an offset may read yet fall outside years 0 to
+	// 9999 once in UTC, the form it is written back in, which RFC 3339
+	// cannot hold: the next read of the record would fail. Such a time
+	// means nothing; the record reads as one written before At was kept.
+	if w := st.Write; w != nil && w.At != nil {
+		if y := w.At.UTC().Year(); y < 0 || y > 9999 {
+			w.At = nil
+		}
+	}
 	return st, nil
 }
 
