@@ -21,7 +21,7 @@ LINT_TOOL_MODULES := $(filter hack/tools/%,$(CODE_MODULES))
 ASSETS = $(shell hack/control-plane.sh)
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build test e2e unit bench verify verify-fmt verify-tidy verify-imports verify-generated lint shellcheck tidy generate manifests fmt vet playground control-plane image dist clean
+.PHONY: all build test e2e unit bench fuzz verify verify-fmt verify-tidy verify-imports verify-generated lint shellcheck tidy generate manifests fmt vet playground control-plane image dist clean
 
 all: build
 
@@ -61,6 +61,18 @@ BENCH ?= .
 bench: control-plane
 	@mkdir -p bench/results
 	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 60m ./... | tee bench/results/latest.txt
+
+## fuzz: each fuzz target in turn for FUZZTIME (default 10m), with one
+## worker. New inputs go to the corpus in the Go cache; a failing one is
+## written to the package's testdata/fuzz, to commit with the fix. Plain
+## `go test` (make test) replays the committed corpora.
+FUZZTIME ?= 10m
+FUZZ_TARGETS := internal/revision:FuzzDecode internal/validation:FuzzValidate internal/inject:FuzzInject internal/webhook/fuzz:FuzzPodMutator
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg="$${t%%:*}"; name="$${t##*:}"; \
+		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 "./$$pkg" || exit 1; \
+	done
 
 generate:
 	$(CONTROLLER_GEN) object paths=./api/...
