@@ -61,7 +61,7 @@ func main() {
 		"elect one active manager among replicas, through a Lease in --namespace; turn it off only when no other manager can run against the cluster")
 	fs.IntVar(&opts.Workers, "workers", opts.Workers, "how many SidecarSets are reconciled at once")
 	fs.BoolVar(&opts.NarrowPodWebhook, "narrow-pod-webhook", opts.NarrowPodWebhook,
-		"keep the pod webhook's namespaceSelector, objectSelector and matchConditions in sidecarset-mutating to what the SidecarSets can match, so that no other pod waits on it")
+		"keep the pod webhook's namespaceSelector, objectSelector and matchConditions in sidecarset-mutating to what the SidecarSets can match, so that no other pod waits on it; false writes back the scope as installed (every pod outside the excluded namespaces)")
 	fs.DurationVar(&opts.ShutdownDrain, "shutdown-drain", opts.ShutdownDrain,
 		"on SIGTERM, how long to keep serving webhooks, reporting not ready, while the pod's endpoint leaves the Service, before stopping")
 	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown,

@@ -69,7 +69,8 @@ type Options struct {
 	// namespaceSelector, objectSelector and matchConditions to what the
 	// SidecarSets can match (controller.WebhookScope): the apiserver then
 	// calls it for no other pod, and with failurePolicy Fail an outage of
-	// the manager refuses only those pods.
+	// the manager refuses only those pods. Without it the leader writes
+	// the scope back as installed, undoing an earlier manager's narrowing.
 	NarrowPodWebhook bool
 	// SeveralPerProcess allows more than one manager in one process over
 	// its life (tests that restart the manager): controller names are then
@@ -183,17 +184,15 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	var webhookScope *controller.WebhookScope
-	if opts.NarrowPodWebhook {
-		webhookScope = &controller.WebhookScope{
-			Client:        mgr.GetClient(),
-			Configuration: mutatingWebhookConfiguration,
-			Webhook:       podWebhook,
-			Namespace:     opts.Namespace,
-		}
-		if err := webhookScope.SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("set up the pod webhook's scope: %w", err)
-		}
+	webhookScope := &controller.WebhookScope{
+		Client:        mgr.GetClient(),
+		Configuration: mutatingWebhookConfiguration,
+		Webhook:       podWebhook,
+		Namespace:     opts.Namespace,
+		Wide:          !opts.NarrowPodWebhook,
+	}
+	if err := webhookScope.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up the pod webhook's scope: %w", err)
 	}
 	err = (&controller.Reconciler{
 		Client:       mgr.GetClient(),
@@ -213,6 +212,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Served:        served,
 		Configuration: mutatingWebhookConfiguration,
 		Webhook:       podWebhook,
+		WebhookScope:  webhookScope,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the policy controller: %w", err)
