@@ -172,8 +172,12 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	if res.Remove && r.Served {
-		if err := r.handBack(ctx, set); err != nil {
+		wait, err := r.handBack(ctx, set)
+		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if wait {
+			return ctrl.Result{RequeueAfter: status.Handover}, nil
 		}
 	}
 	return ctrl.Result{RequeueAfter: res.RecheckAfter}, nil
@@ -183,25 +187,30 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // set in: the scope leaves out the sets a policy injects, and a policy
 // removed before the scope was written would leave the set's new pods to
 // neither. A scope that cannot be written keeps the policy, and the
-// reconcile is retried.
-func (r *PolicyReconciler) handBack(ctx context.Context, set *v1alpha1.SidecarSet) error {
+// reconcile is retried; a scope written only now keeps it for Handover
+// more (wait), until every apiserver has read the scope.
+func (r *PolicyReconciler) handBack(ctx context.Context, set *v1alpha1.SidecarSet) (wait bool, err error) {
 	var policies admissionregistrationv1.MutatingAdmissionPolicyList
 	if err := r.Client.List(ctx, &policies, client.MatchingLabels{policy.LabelSet: set.Name}); err != nil {
-		return fmt.Errorf("list MutatingAdmissionPolicies of %s: %w", set.Name, err)
+		return false, fmt.Errorf("list MutatingAdmissionPolicies of %s: %w", set.Name, err)
 	}
 	var bindings admissionregistrationv1.MutatingAdmissionPolicyBindingList
 	if err := r.Client.List(ctx, &bindings, client.MatchingLabels{policy.LabelSet: set.Name}); err != nil {
-		return fmt.Errorf("list MutatingAdmissionPolicyBindings of %s: %w", set.Name, err)
+		return false, fmt.Errorf("list MutatingAdmissionPolicyBindings of %s: %w", set.Name, err)
 	}
 	if len(policies.Items)+len(bindings.Items) == 0 {
-		return nil
+		return false, nil
 	}
 	if r.WebhookScope != nil && set.Status.Injection != nil && set.Status.Injection.Path == v1alpha1.InjectionWebhook {
-		if err := r.WebhookScope.Sync(ctx); err != nil {
-			return fmt.Errorf("keep the policy of %s until the pod webhook's scope takes the set back: %w", set.Name, err)
+		wrote, err := r.WebhookScope.Sync(ctx)
+		if err != nil {
+			return false, fmt.Errorf("keep the policy of %s until the pod webhook's scope takes the set back: %w", set.Name, err)
+		}
+		if wrote {
+			return true, nil
 		}
 	}
-	return r.remove(ctx, set.Name)
+	return false, r.remove(ctx, set.Name)
 }
 
 // compile returns the policy and binding for the revision new pods get

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,11 +21,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx)
 	// Before the status is written: a status that observed the set's
 	// generation then says the pod webhook sees the pods it matches. A
-	// failure does not hold the rollout, but the status keeps the
-	// generation it observed before, and the reconcile is retried.
+	// failure does not hold the rollout (nor the stalled-rollout fallback,
+	// which reads observedGeneration); it is logged, and the reconcile
+	// comes back soon to try again.
 	var scopeErr error
 	if r.WebhookScope != nil {
-		scopeErr = r.WebhookScope.Sync(ctx)
+		if _, scopeErr = r.WebhookScope.Sync(ctx); scopeErr != nil {
+			log.Error(scopeErr, "write the pod webhook's scope; retrying", "after", scopeRetry)
+		}
 	}
 	set := &v1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
@@ -111,13 +115,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	observed := set.Generation
-	if scopeErr != nil {
-		observed = set.Status.ObservedGeneration
-	}
-	res, err := r.writeStatus(ctx, set, observed, latest, classified, plan, unmanaged)
-	if err == nil && scopeErr != nil {
-		return res, fmt.Errorf("the pod webhook's scope, which status.observedGeneration waits for: %w", scopeErr)
+	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
+	if err == nil && scopeErr != nil && (res.RequeueAfter == 0 || res.RequeueAfter > scopeRetry) {
+		res.RequeueAfter = scopeRetry
 	}
 	return res, err
 }
+
+// scopeRetry is how soon a reconcile whose write of the pod webhook's scope
+// failed comes back: an error would hand the set to the controller's
+// per-item back-off, which grows to minutes and would delay the rollout's
+// own deadline checks with it.
+const scopeRetry = 5 * time.Second

@@ -61,22 +61,23 @@ type WebhookScope struct {
 }
 
 // Sync writes the scope of the SidecarSets in the cache, unless the
-// webhook holds it already.
-func (s *WebhookScope) Sync(ctx context.Context) error {
+// webhook holds it already; wrote says it wrote it now, which every
+// apiserver reads some moments later.
+func (s *WebhookScope) Sync(ctx context.Context) (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var list v1alpha1.SidecarSetList
 	// Read only, so the cache's objects need no copy.
 	if err := s.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list SidecarSets for the pod webhook's scope: %w", err)
+		return false, fmt.Errorf("list SidecarSets for the pod webhook's scope: %w", err)
 	}
 	var configs admissionregistrationv1.MutatingWebhookConfigurationList
 	if err := s.Client.List(ctx, &configs); err != nil {
-		return fmt.Errorf("list MutatingWebhookConfigurations: %w", err)
+		return false, fmt.Errorf("list MutatingWebhookConfigurations: %w", err)
 	}
 	c := slices.IndexFunc(configs.Items, func(m admissionregistrationv1.MutatingWebhookConfiguration) bool { return m.Name == s.Configuration })
 	if c < 0 {
-		return fmt.Errorf("get MutatingWebhookConfiguration %s: not found", s.Configuration)
+		return false, fmt.Errorf("get MutatingWebhookConfiguration %s: not found", s.Configuration)
 	}
 	cfg := configs.Items[c]
 	// Another webhook on pod creates may add the labels a set selects,
@@ -89,11 +90,11 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 		input += fmt.Sprintf(";%s/%s/%d/%t", list.Items[j].Name, list.Items[j].UID, list.Items[j].Generation, inject.ByPolicy(&list.Items[j]))
 	}
 	if input == s.synced {
-		return nil
+		return false, nil
 	}
 	i := slices.IndexFunc(cfg.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == s.Webhook })
 	if i < 0 {
-		return fmt.Errorf("MutatingWebhookConfiguration %s has no webhook %s", s.Configuration, s.Webhook)
+		return false, fmt.Errorf("MutatingWebhookConfiguration %s has no webhook %s", s.Configuration, s.Webhook)
 	}
 	current := &cfg.Webhooks[i]
 	sets := make([]*v1alpha1.SidecarSet, len(list.Items))
@@ -114,24 +115,24 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 		equality.Semantic.DeepEqual(current.ObjectSelector, want.ObjectSelector) &&
 		equality.Semantic.DeepEqual(current.MatchConditions, want.MatchConditions) {
 		s.synced = input
-		return nil
+		return false, nil
 	}
 	patch, err := scopePatch(i, s.Webhook, want)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := s.Client.Patch(ctx, &cfg, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return fmt.Errorf("patch the scope of webhook %s in MutatingWebhookConfiguration %s: %w", s.Webhook, s.Configuration, err)
+		return false, fmt.Errorf("patch the scope of webhook %s in MutatingWebhookConfiguration %s: %w", s.Webhook, s.Configuration, err)
 	}
 	if s.Wide {
 		ctrl.LoggerFrom(ctx).Info("wrote the pod webhook's scope as installed: every pod outside the excluded namespaces",
 			"excluded", excluded)
-		return nil
+		return true, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("narrowed the pod webhook to what the SidecarSets can match",
 		"sidecarSets", len(sets), "byNamespaceOnlyBecauseOf", labelled, "objectSelector", want.ObjectSelector.MatchExpressions,
 		"namespaceSelector", want.NamespaceSelector.MatchExpressions)
-	return nil
+	return true, nil
 }
 
 // otherPodWebhook names a webhook of a configuration other than ours that
@@ -194,7 +195,8 @@ func (s *WebhookScope) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.SidecarSet{}, one, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pathChanged))).
 		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, one).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-			return reconcile.Result{}, s.Sync(ctx)
+			_, err := s.Sync(ctx)
+			return reconcile.Result{}, err
 		}))
 }
 

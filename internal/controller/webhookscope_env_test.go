@@ -47,16 +47,19 @@ func TestWebhookScopeWide(t *testing.T) {
 		return got.Webhooks[0]
 	}
 	narrow := &controller.WebhookScope{Client: c, Configuration: name, Webhook: "pods.scope.test", Namespace: "sidecarset-system"}
-	if err := narrow.Sync(t.Context()); err != nil {
-		t.Fatal(err)
+	if wrote, err := narrow.Sync(t.Context()); err != nil || !wrote {
+		t.Fatalf("narrow: wrote %t, %v; want written", wrote, err)
 	}
 	if w := webhook(); len(w.MatchConditions) == 0 || !strings.Contains(w.MatchConditions[0].Expression, ns) {
 		t.Fatalf("narrowed: matchConditions %+v, want the set's selector", w.MatchConditions)
 	}
 
 	wide := &controller.WebhookScope{Client: c, Configuration: name, Webhook: "pods.scope.test", Namespace: "sidecarset-system", Wide: true}
-	if err := wide.Sync(t.Context()); err != nil {
-		t.Fatal(err)
+	if wrote, err := wide.Sync(t.Context()); err != nil || !wrote {
+		t.Fatalf("wide: wrote %t, %v; want written", wrote, err)
+	}
+	if wrote, err := wide.Sync(t.Context()); err != nil || wrote {
+		t.Fatalf("wide again: wrote %t, %v; want nothing to write", wrote, err)
 	}
 	w := webhook()
 	if len(w.MatchConditions) != 0 || len(w.ObjectSelector.MatchExpressions)+len(w.ObjectSelector.MatchLabels) != 0 {
@@ -68,11 +71,12 @@ func TestWebhookScopeWide(t *testing.T) {
 	}
 }
 
-// TestScopeFailureHoldsObservedGeneration: while the pod webhook's scope
-// cannot be written, a reconcile still writes the status, but with the
-// generation it observed before, and fails so that it is retried; once
-// the scope is written, the status observes the set's generation.
-func TestScopeFailureHoldsObservedGeneration(t *testing.T) {
+// TestScopeFailureRetried: while the pod webhook's scope cannot be
+// written, a reconcile still rolls out and writes the status (the
+// stalled-rollout fallback reads its observedGeneration), and comes back
+// within seconds to try the scope again rather than after the
+// controller's growing back-off.
+func TestScopeFailureRetried(t *testing.T) {
 	c := directClient(t, env.Config)
 	ns := namespace(t)
 	set := testutil.SidecarSet("held-"+ns).Selector(map[string]string{"example.com/app": ns}).
@@ -80,56 +84,24 @@ func TestScopeFailureHoldsObservedGeneration(t *testing.T) {
 	create(t, set)
 	t.Cleanup(func() { _ = c.Delete(t.Context(), set) })
 
-	// No such configuration yet: every Sync fails.
-	name := "held-" + ns
-	sc := &controller.WebhookScope{Client: c, Configuration: name, Webhook: "pods.scope.test", Namespace: "sidecarset-system"}
+	// No such configuration: every Sync fails.
+	sc := &controller.WebhookScope{Client: c, Configuration: "held-" + ns, Webhook: "pods.scope.test", Namespace: "sidecarset-system"}
 	r := &controller.Reconciler{Client: c, APIReader: c, Recorder: &recorder{}, Namespace: ns,
 		Clock: clock.RealClock{}, WebhookScope: sc}
 	r.Init()
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: set.Name}}
-	if _, err := r.Reconcile(t.Context(), req); err == nil || !strings.Contains(err.Error(), "scope") {
-		t.Fatalf("reconcile with the scope failing: error %v, want the scope's", err)
+	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Name: set.Name}})
+	if err != nil {
+		t.Fatalf("reconcile with the scope failing: %v, want the rollout to go on", err)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 5*time.Second {
+		t.Errorf("reconcile with the scope failing comes back after %v, want within 5s", res.RequeueAfter)
 	}
 	got := &v1alpha1.SidecarSet{}
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(set), got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.ObservedGeneration != 0 {
-		t.Errorf("status.observedGeneration %d while the scope could not be written, want 0 (none observed before)", got.Status.ObservedGeneration)
-	}
-
-	create(t, scopeConfiguration(name))
-	t.Cleanup(func() { _ = c.Delete(t.Context(), scopeConfiguration(name)) })
-	if _, err := r.Reconcile(t.Context(), req); err != nil {
-		t.Fatalf("reconcile with the scope written: %v", err)
-	}
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(set), got); err != nil {
-		t.Fatal(err)
-	}
 	if got.Status.ObservedGeneration != got.Generation {
-		t.Errorf("status.observedGeneration %d once the scope is written, want %d", got.Status.ObservedGeneration, got.Generation)
-	}
-}
-
-// scopeConfiguration returns a MutatingWebhookConfiguration with one
-// webhook, pods.scope.test, whose rules match no real resource: the
-// package's other tests never reach it.
-func scopeConfiguration(name string) *admissionregistrationv1.MutatingWebhookConfiguration {
-	return &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         "pods.scope.test",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/pods")},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"none.scope.test"}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-			}},
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}}},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-		}},
+		t.Errorf("status.observedGeneration %d, want %d", got.Status.ObservedGeneration, got.Generation)
 	}
 }
 
@@ -195,6 +167,15 @@ func TestPolicyKeptUntilScopeTakesSetBack(t *testing.T) {
 
 	create(t, scopeConfiguration(name))
 	t.Cleanup(func() { _ = c.Delete(t.Context(), scopeConfiguration(name)) })
+	// The scope is written now: the policy stays until every apiserver
+	// has had the time to read it.
+	res, err := r.Reconcile(t.Context(), req)
+	if err != nil || res.RequeueAfter != status.Handover {
+		t.Fatalf("handover as the scope is written: %+v, %v; want a recheck after %v", res, err, status.Handover)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(map1), &admissionregistrationv1.MutatingAdmissionPolicy{}); err != nil {
+		t.Fatalf("the policy is gone as the scope was only just written: %v", err)
+	}
 	if _, err := r.Reconcile(t.Context(), req); err != nil {
 		t.Fatalf("handover with the scope written: %v", err)
 	}
@@ -202,5 +183,27 @@ func TestPolicyKeptUntilScopeTakesSetBack(t *testing.T) {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T %s after the handover: %v, want not found", obj, obj.GetName(), err)
 		}
+	}
+}
+
+// scopeConfiguration returns a MutatingWebhookConfiguration with one
+// webhook, pods.scope.test, whose rules match no real resource: the
+// package's other tests never reach it.
+func scopeConfiguration(name string) *admissionregistrationv1.MutatingWebhookConfiguration {
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:         "pods.scope.test",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/pods")},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"none.scope.test"}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			}},
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
 	}
 }
