@@ -56,8 +56,9 @@ e2e:
 
 ## bench: the benchmarks; results go to bench/results/. BENCH picks them by
 ## name (a -bench pattern, default all); BENCH_SCALE=small runs them smaller,
-## in minutes (test/bench's admission benchmark: about two; its memory
-## benchmark: under two).
+## in minutes (test/bench's admission and rollout benchmarks: about two each;
+## its memory benchmark: under two; internal/inject's BenchmarkInjectPodMedian
+## takes its medians of five repetitions at either scale, in under a minute).
 BENCH ?= .
 bench: control-plane
 	@mkdir -p bench/results

@@ -1,8 +1,11 @@
-// Package bench measures what pod admission costs through a real
-// kube-apiserver: pods created with no admission, through the manager's
-// mutating webhook, and through MutatingAdmissionPolicies where the
-// manager offers them, at fixed offered rates and in bulk; and the
-// manager process's memory with unmanaged and managed pods. Its
-// benchmarks run under `make bench` and write bench/results/admission.*
-// and memory.*, and their keys of summary.json.
+// Package bench measures the manager through a real kube-apiserver. The
+// admission benchmark creates pods with no admission, through the
+// manager's mutating webhook, and through MutatingAdmissionPolicies where
+// the manager offers them, at fixed offered rates and in bulk
+// (admission.*); the memory benchmark measures the manager process's
+// memory with unmanaged and managed pods (memory.*); the rollout benchmark
+// rolls a sidecar image out over 1,000 and 10,000 pods on simulated nodes,
+// by the controller and by a raw baseline with the same client settings,
+// interleaved (rollout.* and charts). They run under `make bench`, write
+// under bench/results and merge their keys into summary.json.
 package bench

@@ -54,3 +54,29 @@ func scaleFromEnv() (scale, error) {
 	}
 	return s, nil
 }
+
+// rolloutScale is how much the rollout benchmark does: sizes, pods in each
+// namespace, smaller first (see bench.RolloutGoals), each rolled out
+// rounds times per maxUnavailable and kind.
+type rolloutScale struct {
+	name   string
+	sizes  []int
+	rounds int
+}
+
+var rolloutScales = map[string]rolloutScale{
+	"full":  {name: "full", sizes: []int{1000, 10000}, rounds: 2},
+	"small": {name: "small", sizes: []int{50, 200}, rounds: 2},
+}
+
+func rolloutScaleFromEnv() (rolloutScale, error) {
+	name := os.Getenv(ScaleEnv)
+	if name == "" {
+		name = "full"
+	}
+	s, ok := rolloutScales[name]
+	if !ok {
+		return rolloutScale{}, fmt.Errorf("%s=%q: want full or small", ScaleEnv, name)
+	}
+	return s, nil
+}
