@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -62,8 +63,7 @@ func managerProcess(t *testing.T) *testenv.ManagerProcess {
 // killPoints draws n distinct counts of written pods in (0, total), none
 // on a step's end (where the rollout waits for the test, not the
 // manager), in increasing order.
-func killPoints(t *testing.T, n, total int, ends []int) []int {
-	r := newRand(t)
+func killPoints(r *rand.Rand, n, total int, ends []int) []int {
 	var points []int
 	for len(points) < n {
 		p := 1 + r.IntN(total-1)
@@ -100,7 +100,8 @@ func TestManagerKilled(t *testing.T) {
 	)
 	steps := []int{400, 200, 0}
 	ends := []int{pods - steps[0], pods - steps[1]}
-	points := killPoints(t, kills, pods, ends)
+	r := newRand(t)
+	points := killPoints(r, kills, pods, ends)
 	t.Logf("kill points (pods written): %v", points)
 
 	p := managerProcess(t)
@@ -138,6 +139,8 @@ func TestManagerKilled(t *testing.T) {
 				continue
 			}
 			waitWritten(t, f, log, at)
+			// Anywhere in the reconcile that wrote that pod, or the next.
+			time.Sleep(time.Duration(r.IntN(300)) * time.Millisecond)
 			select {
 			case <-p.Endpoint("").Exited:
 				crashes++
@@ -149,7 +152,7 @@ func TestManagerKilled(t *testing.T) {
 			}
 			killedAt = append(killedAt, time.Now())
 			// Down as long as a restart takes on a node, or less.
-			time.Sleep(time.Duration(len(killedAt)%4) * 500 * time.Millisecond)
+			time.Sleep(time.Duration(r.IntN(2000)) * time.Millisecond)
 			if err := p.Start(t.Context()); err != nil {
 				t.Fatalf("restart %d: %v", len(killedAt), err)
 			}
@@ -162,6 +165,12 @@ func TestManagerKilled(t *testing.T) {
 			partition, allowed, len(killedAt), time.Since(rolled).Round(time.Second))
 	}
 	log.stop(t)
+	select {
+	case <-p.Endpoint("").Exited:
+		crashes++
+		t.Error("the manager process had exited when the rollout ended")
+	default:
+	}
 
 	if len(killedAt) != kills {
 		t.Errorf("%d kills, want %d", len(killedAt), kills)
