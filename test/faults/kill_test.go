@@ -244,13 +244,13 @@ func stuckRollout(t *testing.T, deadline time.Duration) *stuck {
 	}
 	f.WaitStatus("the stuck set's pods complete", fixture.Complete(3))
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-never-ready:v2" })
-	st := f.WaitStatus("one pod written", func(s v1alpha1.SidecarSetStatus) bool {
+	f.WaitStatus("one pod written", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.UpdatedPods == 1 && s.LastProgressTime != nil
 	})
 	// The write and the status that counts it are two progress marks; the
 	// second may come a reconcile later.
 	time.Sleep(2 * time.Second)
-	st = f.GetSet().Status
+	st := f.GetSet().Status
 	if st.LastProgressTime == nil || st.UpdatedPods != 1 {
 		t.Fatalf("stuck set: status %+v, want one pod updated and a lastProgressTime", st)
 	}

@@ -19,9 +19,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/sidecarset/sidecarset/internal/bench"
 	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/testenv"
@@ -110,26 +107,6 @@ func createPods(f *fixture.F, n int) {
 		f.T.Fatal(failed)
 	}
 	f.WaitReady(n)
-}
-
-// countPods counts the pods that satisfy cond.
-func countPods(pods []corev1.Pod, cond func(*corev1.Pod) bool) int {
-	n := 0
-	for i := range pods {
-		if cond(&pods[i]) {
-			n++
-		}
-	}
-	return n
-}
-
-// listPods lists the fixture's pods, off the test's goroutine too.
-func listPods(ctx context.Context, f *fixture.F) ([]corev1.Pod, error) {
-	var list corev1.PodList
-	if err := f.Client.List(ctx, &list, client.InNamespace(f.NS)); err != nil {
-		return nil, err
-	}
-	return list.Items, nil
 }
 
 // ResultsEnv names the environment variable that holds the folder where a
