@@ -164,6 +164,7 @@ func TestManagerKilled(t *testing.T) {
 		t.Logf("partition %d: %d pods updated and ready, %d kills so far, %v into the rollout",
 			partition, allowed, len(killedAt), time.Since(rolled).Round(time.Second))
 	}
+	took := time.Since(rolled)
 	log.stop(t)
 	select {
 	case <-p.Endpoint("").Exited:
@@ -193,13 +194,13 @@ func TestManagerKilled(t *testing.T) {
 	f.AssertAppsUntouched(apps)
 	stuck.check(t, killedAt)
 	t.Logf("faults: %d SIGKILLs survived, %d crashes, rollout of %d pods in %v, %d pod versions watched, at most %d pods not Ready at once (maxUnavailable %d)",
-		len(killedAt), crashes, pods, time.Since(rolled).Round(time.Second), log.events, log.maxNotReady, maxUnavailable)
+		len(killedAt), crashes, pods, took.Round(time.Second), log.events, log.maxNotReady, maxUnavailable)
 	if !t.Failed() {
 		results.add(map[string]any{"faults_kills_survived": len(killedAt)},
 			"## Manager killed (TestManagerKilled)",
 			"",
 			fmt.Sprintf("- SIGKILLs survived: %d of %d, manager crashes: %d", len(killedAt), kills, crashes),
-			fmt.Sprintf("- rollout of %d pods, partition 400 → 200 → 0, maxUnavailable 10%% (%d): %v", pods, maxUnavailable, time.Since(rolled).Round(time.Second)),
+			fmt.Sprintf("- rollout of %d pods, partition 400 → 200 → 0, maxUnavailable 10%% (%d): %v", pods, maxUnavailable, took.Round(time.Second)),
 			fmt.Sprintf("- at most %d pods not Ready at once, 0 beyond the partition, over %d pod versions watched", log.maxNotReady, log.events),
 			"- every pod written once, its exporter restarted once, no app container restarted",
 			fmt.Sprintf("- stuck set (progressDeadlineSeconds %d): stalled %v after its last progress, with %d kills in between",
