@@ -21,7 +21,7 @@ LINT_TOOL_MODULES := $(filter hack/tools/%,$(CODE_MODULES))
 ASSETS = $(shell hack/control-plane.sh)
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build test test-faults e2e unit bench verify verify-fmt verify-tidy verify-imports verify-generated lint shellcheck tidy generate manifests fmt vet playground control-plane image dist clean
+.PHONY: all build test test-faults e2e unit bench fuzz verify verify-fmt verify-tidy verify-imports verify-generated lint shellcheck tidy generate manifests fmt vet playground control-plane image dist clean
 
 all: build
 
@@ -65,11 +65,24 @@ e2e:
 
 ## bench: the benchmarks; results go to bench/results/. BENCH picks them by
 ## name (a -bench pattern, default all); BENCH_SCALE=small runs them smaller,
-## in minutes (test/bench's admission benchmark: about two).
+## in minutes (test/bench's admission benchmark: about two; its memory
+## benchmark: under two).
 BENCH ?= .
 bench: control-plane
 	@mkdir -p bench/results
 	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 60m ./... | tee bench/results/latest.txt
+
+## fuzz: each fuzz target in turn for FUZZTIME (default 10m), with one
+## worker. New inputs go to the corpus in the Go cache; a failing one is
+## written to the package's testdata/fuzz, to commit with the fix. Plain
+## `go test` (make test) replays the committed corpora.
+FUZZTIME ?= 10m
+FUZZ_TARGETS := internal/revision:FuzzDecode internal/validation:FuzzValidate internal/inject:FuzzInject internal/webhook/fuzz:FuzzPodMutator
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg="$${t%%:*}"; name="$${t##*:}"; \
+		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 "./$$pkg" || exit 1; \
+	done
 
 generate:
 	$(CONTROLLER_GEN) object paths=./api/...
@@ -80,9 +93,11 @@ generate:
 # admission policy.
 manifests:
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd
-	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager-policy paths=./internal/manager/policyrbac output:rbac:artifacts:config=config/rbac/policy
 	cp config/crd/*.yaml charts/sidecarset/crds/
 	cp config/rbac/role.yaml charts/sidecarset/files/role.yaml
+	cp config/rbac/policy/role.yaml charts/sidecarset/files/policy-role.yaml
 	cp config/policy/restrict-sidecars.yaml charts/sidecarset/files/restrict-sidecars.yaml
 
 fmt:
@@ -103,11 +118,11 @@ verify-fmt:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## lint: golangci-lint (.golangci.yaml) over every module with Go code, the
-## end-to-end tests included.
+## end-to-end tests included. Runs on one machine wait for each other.
 lint:
 	@$(GO) build -modfile=hack/tools/lint/go.mod -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
-	@for m in $(LINT_MODULES); do echo "golangci-lint in $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
-	@for m in $(LINT_TOOL_MODULES); do echo "golangci-lint in $$m"; (cd $$m && CGO_ENABLED=0 GOFLAGS="$$($(GO) env GOFLAGS) -trimpath" $(GOLANGCI_LINT) run ./...) || exit 1; done
+	@for m in $(LINT_MODULES); do echo "golangci-lint in $$m"; (cd $$m && $(GOLANGCI_LINT) run --allow-serial-runners ./...) || exit 1; done
+	@for m in $(LINT_TOOL_MODULES); do echo "golangci-lint in $$m"; (cd $$m && CGO_ENABLED=0 GOFLAGS="$$($(GO) env GOFLAGS) -trimpath" $(GOLANGCI_LINT) run --allow-serial-runners ./...) || exit 1; done
 
 ## shellcheck: the scripts under hack/ and .ci/; installs shellcheck when missing.
 shellcheck:

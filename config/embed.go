@@ -21,6 +21,12 @@ var Webhooks []byte
 //go:embed rbac/role.yaml
 var RBAC []byte
 
+// PolicyRBAC holds the ClusterRole that injection by policy needs on top of
+// RBAC, generated from the marker in internal/manager/policyrbac.
+//
+//go:embed rbac/policy/role.yaml
+var PolicyRBAC []byte
+
 // AdmissionPolicy holds the optional ValidatingAdmissionPolicy and its
 // binding that refuse privileged and host-access sidecars; the chart ships a
 // copy (admissionPolicy.enabled).

@@ -49,6 +49,7 @@ func main() {
 		"the manager's own namespace (default from $POD_NAMESPACE): never injected; revisions are kept there")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "address of the metrics endpoint; 0 turns it off")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "address of /healthz and /readyz; 0 turns it off")
+	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (heap, CPU, goroutines); 0 turns it off, the default")
 	fs.StringVar(&opts.WebhookHost, "webhook-host", opts.WebhookHost, "address the webhook server listens on (empty: all)")
 	fs.IntVar(&opts.WebhookPort, "webhook-port", opts.WebhookPort, "port the webhook server listens on")
 	fs.StringVar(&opts.CertDir, "cert-dir", opts.CertDir, "folder with the webhook serving certificate, tls.crt and tls.key")
@@ -60,7 +61,7 @@ func main() {
 		"elect one active manager among replicas, through a Lease in --namespace; turn it off only when no other manager can run against the cluster")
 	fs.IntVar(&opts.Workers, "workers", opts.Workers, "how many SidecarSets are reconciled at once")
 	fs.BoolVar(&opts.NarrowPodWebhook, "narrow-pod-webhook", opts.NarrowPodWebhook,
-		"keep the pod webhook's namespaceSelector, objectSelector and matchConditions in sidecarset-mutating to what the SidecarSets can match, so that no other pod waits on it")
+		"keep the pod webhook's namespaceSelector, objectSelector and matchConditions in sidecarset-mutating to what the SidecarSets can match, so that no other pod waits on it; false writes back the scope as installed (every pod outside the excluded namespaces)")
 	fs.DurationVar(&opts.ShutdownDrain, "shutdown-drain", opts.ShutdownDrain,
 		"on SIGTERM, how long to keep serving webhooks, reporting not ready, while the pod's endpoint leaves the Service, before stopping")
 	fs.DurationVar(&opts.GracefulShutdown, "graceful-shutdown-timeout", opts.GracefulShutdown,

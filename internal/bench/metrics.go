@@ -48,3 +48,23 @@ func hasLabels(pairs []*dto.LabelPair, want map[string]string) bool {
 	}
 	return found == len(want)
 }
+
+// Gauge reads a Prometheus text exposition and returns the value of the
+// gauge name, which must have a single series, as the Go runtime's
+// go_memstats_* gauges do.
+func Gauge(exposition io.Reader, name string) (float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(exposition)
+	if err != nil {
+		return 0, fmt.Errorf("parse metrics: %w", err)
+	}
+	family, ok := families[name]
+	if !ok {
+		return 0, fmt.Errorf("no metric %s", name)
+	}
+	series := family.GetMetric()
+	if len(series) != 1 || series[0].GetGauge() == nil {
+		return 0, fmt.Errorf("metric %s: want one gauge series, got %d of %s", name, len(series), family.GetType())
+	}
+	return series[0].GetGauge().GetValue(), nil
+}

@@ -57,3 +57,40 @@ func TestCounterSumRejectsGarbage(t *testing.T) {
 		t.Fatal("CounterSum accepted text that is no exposition")
 	}
 }
+
+func TestGauge(t *testing.T) {
+	const memstats = `# HELP go_memstats_heap_inuse_bytes Heap in use.
+# TYPE go_memstats_heap_inuse_bytes gauge
+go_memstats_heap_inuse_bytes 4.2991616e+07
+# TYPE workqueue_depth gauge
+workqueue_depth{name="a"} 1
+workqueue_depth{name="b"} 2
+`
+	tests := []struct {
+		name, metric string
+		want         float64
+		wantErr      string
+	}{
+		{"one series", "go_memstats_heap_inuse_bytes", 42991616, ""},
+		{"several series", "workqueue_depth", 0, "want one gauge series, got 2"},
+		{"missing", "go_memstats_heap_alloc_bytes", 0, "no metric"},
+		{"a counter", "apiserver_admission_webhook_request_total", 0, "of COUNTER"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Gauge(strings.NewReader(memstats+exposition), tt.metric)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Gauge() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("Gauge() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

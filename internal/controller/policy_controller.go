@@ -58,7 +58,10 @@ type PolicyReconciler struct {
 	// Empty: only the system and the manager's namespaces are kept out.
 	Configuration string
 	Webhook       string
-	Clock         clock.PassiveClock
+	// WebhookScope, when set, is synced before a set's policy is removed
+	// for the webhook to inject it again.
+	WebhookScope *WebhookScope
+	Clock        clock.PassiveClock
 
 	mu sync.Mutex
 	// inStep is, by set name, the hash its policy and binding were last
@@ -169,11 +172,36 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	if res.Remove && r.Served {
-		if err := r.remove(ctx, set.Name); err != nil {
+		if err := r.handBack(ctx, set); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{RequeueAfter: res.RecheckAfter}, nil
+}
+
+// handBack removes the set's policy once the pod webhook's scope takes the
+// set in: the scope leaves out the sets a policy injects, and a policy
+// removed before the scope was written would leave the set's new pods to
+// neither. A scope that cannot be written keeps the policy, and the
+// reconcile is retried.
+func (r *PolicyReconciler) handBack(ctx context.Context, set *v1alpha1.SidecarSet) error {
+	var policies admissionregistrationv1.MutatingAdmissionPolicyList
+	if err := r.Client.List(ctx, &policies, client.MatchingLabels{policy.LabelSet: set.Name}); err != nil {
+		return fmt.Errorf("list MutatingAdmissionPolicies of %s: %w", set.Name, err)
+	}
+	var bindings admissionregistrationv1.MutatingAdmissionPolicyBindingList
+	if err := r.Client.List(ctx, &bindings, client.MatchingLabels{policy.LabelSet: set.Name}); err != nil {
+		return fmt.Errorf("list MutatingAdmissionPolicyBindings of %s: %w", set.Name, err)
+	}
+	if len(policies.Items)+len(bindings.Items) == 0 {
+		return nil
+	}
+	if r.WebhookScope != nil && set.Status.Injection != nil && set.Status.Injection.Path == v1alpha1.InjectionWebhook {
+		if err := r.WebhookScope.Sync(ctx); err != nil {
+			return fmt.Errorf("keep the policy of %s until the pod webhook's scope takes the set back: %w", set.Name, err)
+		}
+	}
+	return r.remove(ctx, set.Name)
 }
 
 // compile returns the policy and binding for the revision new pods get

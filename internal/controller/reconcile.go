@@ -18,14 +18,13 @@ import (
 // revision and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	// Before the status is written: a status that observed the set's
+	// generation then says the pod webhook sees the pods it matches. A
+	// failure does not hold the rollout, but the status keeps the
+	// generation it observed before, and the reconcile is retried.
+	var scopeErr error
 	if r.WebhookScope != nil {
-		// Before the status is written: a status that observed the set's
-		// generation then says the pod webhook sees the pods it matches. A
-		// failure does not hold the rollout; the scope's own controller
-		// retries it.
-		if err := r.WebhookScope.Sync(ctx); err != nil {
-			log.Error(err, "narrow the pod webhook")
-		}
+		scopeErr = r.WebhookScope.Sync(ctx)
 	}
 	set := &v1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
@@ -112,5 +111,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	return r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
+	observed := set.Generation
+	if scopeErr != nil {
+		observed = set.Status.ObservedGeneration
+	}
+	res, err := r.writeStatus(ctx, set, observed, latest, classified, plan, unmanaged)
+	if err == nil && scopeErr != nil {
+		return res, fmt.Errorf("the pod webhook's scope, which status.observedGeneration waits for: %w", scopeErr)
+	}
+	return res, err
 }

@@ -20,8 +20,10 @@ import (
 )
 
 // writeStatus computes the status, writes it when it changed, pauses a
-// stalled rollout, and says when to look again.
-func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, latest rollout.Latest,
+// stalled rollout, and says when to look again. observed is the generation
+// the status says it observed: the set's, unless the pod webhook's scope
+// could not be brought to it.
+func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, observed int64, latest rollout.Latest,
 	pods []rollout.Pod, plan rollout.Plan, unmanaged unmanagedCounts) (ctrl.Result, error) {
 	r.mu.Lock()
 	// prev is the set's status and judged the resourceVersion of the set as
@@ -35,7 +37,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 	}
 	r.mu.Unlock()
 	res := status.Compute(status.Input{
-		Generation: set.Generation,
+		Generation: observed,
 		Latest:     latest,
 		Pods:       pods,
 		Plan:       plan,

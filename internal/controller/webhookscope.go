@@ -47,6 +47,10 @@ type WebhookScope struct {
 	Configuration string
 	Webhook       string
 	Namespace     string
+	// Wide writes the scope as installed (scope.Installed) instead of the
+	// narrowed one: a manager told not to narrow the webhook undoes what an
+	// earlier one narrowed.
+	Wide bool
 
 	// mu orders the writes: two reconciles computing from different
 	// caches must not write the older scope last.
@@ -80,7 +84,7 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 	labelled := otherPodWebhook(configs.Items, s.Configuration)
 	// The scope reads the sets' specs, which their generation versions,
 	// and the path that injects each.
-	input := fmt.Sprintf("%s/%s", cfg.ResourceVersion, labelled)
+	input := fmt.Sprintf("%s/%s/%t", cfg.ResourceVersion, labelled, s.Wide)
 	for j := range list.Items {
 		input += fmt.Sprintf(";%s/%s/%d/%t", list.Items[j].Name, list.Items[j].UID, list.Items[j].Generation, inject.ByPolicy(&list.Items[j]))
 	}
@@ -97,9 +101,14 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 		sets[j] = &list.Items[j]
 	}
 	excluded := append(scope.Excluded(current.NamespaceSelector), s.Namespace)
-	want := scope.Of(sets, excluded)
-	if labelled != "" {
+	var want scope.Scope
+	switch {
+	case s.Wide:
+		want = scope.Installed(excluded)
+	case labelled != "":
 		want = scope.OfNamespaces(sets, excluded)
+	default:
+		want = scope.Of(sets, excluded)
 	}
 	if equality.Semantic.DeepEqual(current.NamespaceSelector, want.NamespaceSelector) &&
 		equality.Semantic.DeepEqual(current.ObjectSelector, want.ObjectSelector) &&
@@ -113,6 +122,11 @@ func (s *WebhookScope) Sync(ctx context.Context) error {
 	}
 	if err := s.Client.Patch(ctx, &cfg, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("patch the scope of webhook %s in MutatingWebhookConfiguration %s: %w", s.Webhook, s.Configuration, err)
+	}
+	if s.Wide {
+		ctrl.LoggerFrom(ctx).Info("wrote the pod webhook's scope as installed: every pod outside the excluded namespaces",
+			"excluded", excluded)
+		return nil
 	}
 	ctrl.LoggerFrom(ctx).Info("narrowed the pod webhook to what the SidecarSets can match",
 		"sidecarSets", len(sets), "byNamespaceOnlyBecauseOf", labelled, "objectSelector", want.ObjectSelector.MatchExpressions,

@@ -42,6 +42,9 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are listen addresses; "0" turns one off.
 	MetricsAddr string
 	ProbeAddr   string
+	// PprofAddr, when neither "" nor "0", serves Go's /debug/pprof there:
+	// a heap profile of a manager that holds more memory than expected.
+	PprofAddr string
 	// WebhookHost, WebhookPort and CertDir say where the webhooks are served
 	// and with which certificate (tls.crt and tls.key in CertDir).
 	WebhookHost string
@@ -66,7 +69,8 @@ type Options struct {
 	// namespaceSelector, objectSelector and matchConditions to what the
 	// SidecarSets can match (controller.WebhookScope): the apiserver then
 	// calls it for no other pod, and with failurePolicy Fail an outage of
-	// the manager refuses only those pods.
+	// the manager refuses only those pods. Without it the leader writes
+	// the scope back as installed, undoing an earlier manager's narrowing.
 	NarrowPodWebhook bool
 	// SeveralPerProcess allows more than one manager in one process over
 	// its life (tests that restart the manager): controller names are then
@@ -156,6 +160,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
@@ -179,17 +184,15 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	var webhookScope *controller.WebhookScope
-	if opts.NarrowPodWebhook {
-		webhookScope = &controller.WebhookScope{
-			Client:        mgr.GetClient(),
-			Configuration: mutatingWebhookConfiguration,
-			Webhook:       podWebhook,
-			Namespace:     opts.Namespace,
-		}
-		if err := webhookScope.SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("set up the pod webhook's scope: %w", err)
-		}
+	webhookScope := &controller.WebhookScope{
+		Client:        mgr.GetClient(),
+		Configuration: mutatingWebhookConfiguration,
+		Webhook:       podWebhook,
+		Namespace:     opts.Namespace,
+		Wide:          !opts.NarrowPodWebhook,
+	}
+	if err := webhookScope.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up the pod webhook's scope: %w", err)
 	}
 	err = (&controller.Reconciler{
 		Client:       mgr.GetClient(),
@@ -209,6 +212,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Served:        served,
 		Configuration: mutatingWebhookConfiguration,
 		Webhook:       podWebhook,
+		WebhookScope:  webhookScope,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the policy controller: %w", err)

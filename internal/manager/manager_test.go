@@ -63,8 +63,8 @@ func startEnv(t *testing.T) *testenv.Env {
 }
 
 // applyRBAC creates the generated ClusterRole and Role and binds them to
-// subject.
-func applyRBAC(t *testing.T, env *testenv.Env, namespace string, subject rbacv1.Subject) {
+// subject; more are config/rbac's further roles (config.PolicyRBAC).
+func applyRBAC(t *testing.T, env *testenv.Env, namespace string, subject rbacv1.Subject, more ...[]byte) {
 	t.Helper()
 	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
@@ -72,7 +72,8 @@ func applyRBAC(t *testing.T, env *testenv.Env, namespace string, subject rbacv1.
 		t.Fatal(err)
 	}
 	subjects := []rbacv1.Subject{subject}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(config.RBAC)))
+	roles := bytes.Join(append([][]byte{config.RBAC}, more...), []byte("\n---\n"))
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(roles)))
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -128,11 +129,23 @@ func create(t *testing.T, env *testenv.Env, obj client.Object) {
 // TestManagerRunsWithItsRBAC runs the manager as a user that holds only the
 // generated roles, through injection, an in-place update and status: a
 // permission missing from config/rbac fails here, not in a user's cluster.
+// With --injection=webhook the manager holds its own role only; with
+// policy, the policy role too, and the set is injected by its policy.
 func TestManagerRunsWithItsRBAC(t *testing.T) {
+	t.Run("webhook", func(t *testing.T) { testManagerRunsWithItsRBAC(t, manager.InjectionWebhook) })
+	t.Run("policy", func(t *testing.T) { testManagerRunsWithItsRBAC(t, manager.InjectionPolicy) })
+}
+
+func testManagerRunsWithItsRBAC(t *testing.T, injection manager.Injection) {
 	env := startEnv(t)
 	ctx := t.Context()
 	opts := manager.DefaultOptions()
-	applyRBAC(t, env, opts.Namespace, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "sidecarset-manager"})
+	opts.Injection = injection
+	var more [][]byte
+	if injection != manager.InjectionWebhook {
+		more = append(more, config.PolicyRBAC)
+	}
+	applyRBAC(t, env, opts.Namespace, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "sidecarset-manager"}, more...)
 	cfg, err := env.AddUser("sidecarset-manager")
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +192,18 @@ func TestManagerRunsWithItsRBAC(t *testing.T) {
 	refused.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}
 	if err := env.Client.Create(ctx, refused); !apierrors.IsInvalid(err) {
 		t.Errorf("create a SidecarSet the pod validation refuses = %v, want Invalid", err)
+	}
+	if injection == manager.InjectionPolicy {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			var got v1alpha1.SidecarSet
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), &got); err != nil {
+				return false, err
+			}
+			return got.Status.Injection != nil && got.Status.Injection.Path == v1alpha1.InjectionPolicy, nil
+		})
+		if err != nil {
+			t.Fatalf("wait for the set's policy to inject it, under the manager's own RBAC: %v", err)
+		}
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "rbac", Labels: labels},

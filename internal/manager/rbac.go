@@ -24,9 +24,12 @@ package manager
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=sidecarset-validating,verbs=update
 //
 // The policy injection path keeps one MutatingAdmissionPolicy and binding
-// per SidecarSet, named after it: they are created and deleted by the
-// controller as sets come and go, which a resource name cannot limit.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create;update;delete
+// per SidecarSet, named after it. Whatever the injection path, the manager
+// reads them and deletes those of sets the webhook injects, so that a
+// manager moved back to --injection=webhook leaves none behind; creating
+// and updating them is the separate role of package policyrbac, which the
+// chart grants only with injection policy or auto.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;delete
 //
 // In the manager's own namespace only: revisions, the certificate Secret
 // (sidecarset-webhook-cert, --cert-secret), the leader-election Lease

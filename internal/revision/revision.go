@@ -327,7 +327,7 @@ func Decode(annotations map[string]string) (State, error) {
 	s := make(State, len(raw))
 	bad := map[string]error{}
 	for name, entry := range raw {
-		st, err := decodeEntry(name, entry)
+		st, err := decodeEntry(annotations, name, entry)
 		if err != nil {
 			bad[name] = err
 			continue
@@ -361,13 +361,29 @@ func entries(annotations map[string]string) (map[string]json.RawMessage, error) 
 	return raw, nil
 }
 
-func decodeEntry(name string, entry json.RawMessage) (SetState, error) {
+// decodeEntry reads the entry of the SidecarSet named name. Its errors name
+// the annotation the entry came from: the set's per-set key when the pod
+// has one, since that key overrides the state annotation's entry.
+func decodeEntry(annotations map[string]string, name string, entry json.RawMessage) (SetState, error) {
+	key := v1alpha1.AnnotationState
+	if _, ok := annotations[PerSetKey(name)]; ok {
+		key = PerSetKey(name)
+	}
 	var st SetState
 	if err := json.Unmarshal(entry, &st); err != nil {
-		return SetState{}, fmt.Errorf("decode entry %q of annotation %s: %w", name, v1alpha1.AnnotationState, err)
+		return SetState{}, fmt.Errorf("decode entry %q of annotation %s: %w", name, key, err)
 	}
 	if name == "" || st.Revision == "" || st.Hash == "" || st.ImagelessHash == "" {
-		return SetState{}, fmt.Errorf("decode annotation %s: entry %q lacks a revision or hash", v1alpha1.AnnotationState, name)
+		return SetState{}, fmt.Errorf("decode annotation %s: entry %q lacks a revision or hash", key, name)
+	}
+	// A time written with an offset may read yet fall outside years 0 to
+	// 9999 once in UTC, the form it is written back in, which RFC 3339
+	// cannot hold: the next read of the record would fail. Such a time
+	// means nothing; the record reads as one written before At was kept.
+	if w := st.Write; w != nil && w.At != nil {
+		if y := w.At.UTC().Year(); y < 0 || y > 9999 {
+			w.At = nil
+		}
 	}
 	return st, nil
 }
@@ -405,6 +421,14 @@ func Put(annotations map[string]string, name string, s SetState) (string, error)
 	entry, err := json.Marshal(s)
 	if err != nil {
 		return "", fmt.Errorf("encode the record of %s: %w", name, err)
+	}
+	for k, v := range raw {
+		// A per-set key that is not JSON at all cannot go into the state
+		// annotation as it is. As a JSON string it stays its set's
+		// unreadable record, with its text kept.
+		if !json.Valid(v) {
+			raw[k], _ = json.Marshal(string(v))
+		}
 	}
 	raw[name] = entry
 	// Map keys come out sorted, as Encode writes them.

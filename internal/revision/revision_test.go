@@ -364,3 +364,55 @@ func TestEncodeSetStateIsTheEntry(t *testing.T) {
 		t.Errorf("EncodeSetState = %s, want the entry Encode writes, %s", got, want)
 	}
 }
+
+// A per-set key that is not JSON at all (written by hand, or emptied) stays
+// an unreadable record of its set when another set's record is put: Put
+// neither fails on it nor drops it.
+func TestPutKeepsPerSetKeyThatIsNotJSON(t *testing.T) {
+	b := SetState{Revision: "b-1", Hash: "3", ImagelessHash: "i3", Containers: []ContainerState{}}
+	for _, value := range []string{"", "{oops", `{"revision":`} {
+		t.Run(value, func(t *testing.T) {
+			annotations := map[string]string{PerSetKey("a"): value}
+			got, err := Put(annotations, "b", b)
+			if err != nil {
+				t.Fatalf("Put: %v", err)
+			}
+			annotations[v1alpha1.AnnotationState] = got
+			DropPerSet(annotations)
+			s, err := Decode(annotations)
+			if diff := cmp.Diff(State{"b": b}, s); diff != "" {
+				t.Errorf("Decode after Put (-want +got):\n%s", diff)
+			}
+			var corrupt *CorruptError
+			if !errors.As(err, &corrupt) || !slices.Equal(corrupt.Sets, []string{"a"}) {
+				t.Errorf("Decode after Put: error %v, want set a unreadable", err)
+			}
+		})
+	}
+}
+
+// A write time that reads but lies outside years 0 to 9999 once in UTC
+// (a hand-written offset across the year's edge) cannot be written back as
+// RFC 3339: re-encoding the record must still give one that reads the same.
+func TestDecodeWriteTimeOutOfRange(t *testing.T) {
+	for _, at := range []string{"9999-12-31T23:59:59.000000-01:00", "0000-01-01T00:30:00.000000+01:00"} {
+		t.Run(at, func(t *testing.T) {
+			ann := map[string]string{v1alpha1.AnnotationState: `{"a":{"revision":"a-1","hash":"h","imagelessHash":"i",` +
+				`"write":{"wasReady":true,"generation":2,"at":"` + at + `"},"containers":[]}}`}
+			s, err := Decode(ann)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			again, err := Decode(map[string]string{v1alpha1.AnnotationState: Encode(s)})
+			if err != nil {
+				t.Fatalf("Decode of the re-encoded record: %v", err)
+			}
+			if diff := cmp.Diff(s, again); diff != "" {
+				t.Errorf("re-encoded record (-read +again):\n%s", diff)
+			}
+			if w := s["a"].Write; w == nil || !w.WasReady || w.Generation != 2 {
+				t.Errorf("the rest of the write record is lost: %+v", w)
+			}
+		})
+	}
+}

@@ -105,6 +105,24 @@ func OfNamespaces(sets []*v1alpha1.SidecarSet, excluded []string) Scope {
 	return of(sets, excluded, false)
 }
 
+// Installed is the scope the chart installs, which the manager writes back
+// when it is told not to narrow the webhook: every pod creation in a
+// namespace not in excluded, whatever its labels, with no matchConditions.
+//
+// Worked case: excluded [kube-system, sidecarset-system] gives
+// namespaceSelector kubernetes.io/metadata.name NotIn (kube-system,
+// sidecarset-system), an empty objectSelector and no matchConditions.
+func Installed(excluded []string) Scope {
+	var ns []metav1.LabelSelectorRequirement
+	if ex := excludedExpression(excluded); ex != nil {
+		ns = []metav1.LabelSelectorRequirement{*ex}
+	}
+	return Scope{
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: ns},
+		ObjectSelector:    &metav1.LabelSelector{},
+	}
+}
+
 func of(sets []*v1alpha1.SidecarSet, excluded []string, podLabels bool) Scope {
 	active := make([]compiled, 0, len(sets))
 	for _, set := range sets {

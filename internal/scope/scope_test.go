@@ -338,3 +338,19 @@ func TestOfNamespaces(t *testing.T) {
 		t.Errorf("a set a policy injects: %s, want false", none.MatchConditions[0].Expression)
 	}
 }
+
+// TestInstalled: the scope as the chart installs it, the exclusion only.
+func TestInstalled(t *testing.T) {
+	got := scope.Installed([]string{"sidecarset-system", "kube-system", "kube-system"})
+	want := scope.Scope{
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "sidecarset-system"}}}},
+		ObjectSelector: &metav1.LabelSelector{},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Installed (-want +got):\n%s", diff)
+	}
+	if none := scope.Installed(nil); len(none.NamespaceSelector.MatchExpressions) != 0 || none.MatchConditions != nil {
+		t.Errorf("nothing excluded: %+v, want empty selectors and no matchConditions", none)
+	}
+}

@@ -2,10 +2,16 @@ package validation
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 )
@@ -13,8 +19,11 @@ import (
 // FuzzValidate decodes two SidecarSets from JSON, defaults the first and
 // validates it against the second, as the webhooks do. It checks that nothing
 // panics, that Default is idempotent, that validation modifies neither input,
-// and that every error names a field under metadata or spec.
+// that every error names a field under metadata or spec, and that what
+// ValidateCreate accepts the CRD's schema accepts too (`kubectl sidecarset
+// inject` validates offline, where no schema checks first).
 func FuzzValidate(f *testing.F) {
+	schema := crdSchema(f)
 	kruise, _ := json.Marshal(mysqlExporter())
 	f.Add(kruise, []byte(`{"metadata":{"name":"other"},"spec":{"selector":{"matchLabels":{"example.com/mysql":"true"}},
 		"containers":[{"name":"exporter","image":"busybox"}],"volumes":[{"name":"v"}]}}`))
@@ -57,5 +66,56 @@ func FuzzValidate(f *testing.F) {
 				t.Errorf("error without a field path under metadata or spec: %v", e)
 			}
 		}
+		if len(ValidateCreate(&set, nil, opts)) == 0 {
+			checkSchemaAccepts(t, schema, &set)
+		}
 	})
+}
+
+// crdSchema returns a validator of the CRD's schema, as the apiserver
+// builds it.
+func crdSchema(tb testing.TB) apiservervalidation.SchemaCreateValidator {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "sidecarset.dev_sidecarsets.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(b, &crd); err != nil {
+		tb.Fatal(err)
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name != v1alpha1.GroupVersion.Version {
+			continue
+		}
+		var internal apiextensions.JSONSchemaProps
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, &internal, nil); err != nil {
+			tb.Fatal(err)
+		}
+		validator, _, err := apiservervalidation.NewSchemaValidator(&internal)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return validator
+	}
+	tb.Fatalf("the CRD has no version %s", v1alpha1.GroupVersion.Version)
+	return nil
+}
+
+// checkSchemaAccepts fails when the CRD's schema refuses set's metadata or
+// spec. The status is left out: a create never stores it.
+func checkSchemaAccepts(t *testing.T, schema apiservervalidation.SchemaCreateValidator, set *v1alpha1.SidecarSet) {
+	t.Helper()
+	b, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatal(err)
+	}
+	delete(obj, "status")
+	if errs := apiservervalidation.ValidateCustomResource(nil, obj, schema); len(errs) > 0 {
+		t.Fatalf("validation accepts what the CRD schema refuses: %v\n%s", errs.ToAggregate(), b)
+	}
 }

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,7 +169,7 @@ func testObjects(t *testing.T, rel release, r rendered) {
 		key("MutatingWebhookConfiguration", "", "sidecarset-mutating"),
 		key("ValidatingWebhookConfiguration", "", "sidecarset-validating"),
 	}
-	for k, obj := range readConfig(t, "rbac/role.yaml") {
+	for k, obj := range configRoles(t, rel) {
 		switch role := obj.(type) {
 		case *rbacv1.ClusterRole:
 			want = append(want, key("ClusterRole", "", role.Name), key("ClusterRoleBinding", "", role.Name))
@@ -260,7 +261,7 @@ func excludedNamespaces(t *testing.T, sel *metav1.LabelSelector) *[]string {
 func testRBAC(t *testing.T, rel release, r rendered) {
 	sa := get[*corev1.ServiceAccount](t, r.objects, "ServiceAccount", rel.namespace, "sidecarset-manager")
 	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}
-	for k, obj := range readConfig(t, "rbac/role.yaml") {
+	for k, obj := range configRoles(t, rel) {
 		switch want := obj.(type) {
 		case *rbacv1.ClusterRole:
 			got := get[*rbacv1.ClusterRole](t, r.objects, "ClusterRole", "", want.Name)
@@ -283,6 +284,18 @@ func testRBAC(t *testing.T, rel release, r rendered) {
 			t.Fatalf("config/rbac/role.yaml holds %s, which the chart does not bind", k)
 		}
 	}
+}
+
+// configRoles returns the roles config/rbac declares for rel: the
+// manager's, and with injection policy or auto the one that writes the
+// SidecarSets' MutatingAdmissionPolicies too.
+func configRoles(t *testing.T, rel release) objects {
+	t.Helper()
+	roles := readConfig(t, "rbac/role.yaml")
+	if rel.injection != "webhook" {
+		maps.Copy(roles, readConfig(t, "rbac/policy/role.yaml"))
+	}
+	return roles
 }
 
 // leaderElectionLease is the manager's LeaderElectionID
