@@ -173,7 +173,9 @@ type UpdateStrategy struct {
 
 	// scatterStrategy spreads the pods each term matches evenly over the
 	// update order, among pods of equal priority, so that consecutive
-	// updates do not all fall in one zone, rack or shard.
+	// updates do not all fall in one zone, rack or shard. The places depend
+	// on how many pods each term matches: pods added or removed can move the
+	// pods still waiting, and with them which ones the partition keeps.
 	// +optional
 	// +listType=atomic
 	ScatterStrategy []UpdateScatterTerm `json:"scatterStrategy,omitempty"`
@@ -190,8 +192,9 @@ type UpdatePriorityStrategy struct {
 
 	// orderPriority: pods with the first key among their labels go first,
 	// ordered by the number that ends the label's value, higher first
-	// ("5" is 5, "shard-10" is 10, no number is 0); then the pods with the
-	// second key, and so on; pods with none of the keys go last.
+	// ("5" is 5, "shard-10" is 10; no number, or one above 2^63-1, is 0);
+	// then the pods with the second key, and so on; pods with none of the
+	// keys go last.
 	// +optional
 	// +listType=atomic
 	OrderPriority []UpdatePriorityOrderTerm `json:"orderPriority,omitempty"`

@@ -560,6 +560,10 @@ func (c *converter) scatterStrategy(v any) []any {
 				c.unknown(fmt.Sprintf("spec.updateStrategy.scatterStrategy[%d].%s", i, k))
 			}
 		}
+		if v, _ := term["value"].(string); v == "" || v == "*" {
+			c.drop(fmt.Sprintf("spec.updateStrategy.scatterStrategy[%d]", i), fmt.Sprintf("value %q: sidecarset spreads the pods of one label value per term; list a term for each value", v))
+			continue
+		}
 		out = append(out, term)
 	}
 	if len(out) > 0 {

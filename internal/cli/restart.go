@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -72,10 +73,13 @@ these checks leave, which is exactly what a real run restarts:
     once (its maxUnavailable) than a PodDisruptionBudget over its pods ever
     allows; the numbers are shown.
 
-New pods get the latest revision whatever the rollout's pace says, so
---not-upgradable refuses to run while updateStrategy holds pods back
-(paused, type NotUpdate, or a partition above 0): recreating pods would move
-them past what the operator allowed.
+  - refused: a pod of the workload is on an older revision of a SidecarSet
+    (this one or another) whose updateStrategy holds it there (paused, type
+    NotUpdate, a partition above 0, a selector that leaves it out), or
+    carries a SidecarSet whose injection is paused: new pods get every
+    set's latest revision at injection, so recreating it would move it past
+    what the operator allowed, or drop its sidecars. Checked again just
+    before each restart.
 
 Before each restart, every such budget must allow as many disruptions as the
 rollout takes at once (status.disruptionsAllowed); that is waited for up to
@@ -212,11 +216,6 @@ func Restart(ctx context.Context, c client.Client, out io.Writer, opts RestartOp
 	if set.Spec.InjectionStrategy.Paused {
 		return fmt.Errorf("%s: %w: spec.injectionStrategy.paused is true: restarted pods would not get the sidecars either", opts.Name, ErrPaused)
 	}
-	if opts.Which.NotUpgradable {
-		if err := heldBack(set); err != nil {
-			return err
-		}
-	}
 	owners, counts, err := restartOwners(ctx, c, set, opts)
 	if err != nil {
 		return err
@@ -281,25 +280,75 @@ func Restart(ctx context.Context, c client.Client, out io.Writer, opts RestartOp
 	return nil
 }
 
-// heldBack refuses to recreate not-upgradable pods while the set's update
-// strategy keeps pods from the latest revision: new pods get it at
-// injection, past any pause or partition.
-func heldBack(set *v1alpha1.SidecarSet) error {
+// heldBack says why recreating the pods selector selects in namespace
+// would move one past what a SidecarSet allows, or "" when none would be:
+// a new pod gets every matching set's latest revision at injection, so a
+// pod on an older revision of a set that holds it there (paused, type
+// NotUpdate, a partition above 0, an updateStrategy.selector that leaves it
+// out) must not be recreated, nor one carrying a set whose injection is
+// paused, which the new pod would lack.
+func heldBack(ctx context.Context, c client.Reader, namespace string, selector labels.Selector) (string, error) {
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return "", fmt.Errorf("list pods in %s matching %s: %w", namespace, selector, err)
+	}
+	sets := map[string]*v1alpha1.SidecarSet{}
+	for _, p := range pods.Items {
+		// An unreadable record is no revision to keep.
+		state, _ := revision.Decode(p.Annotations)
+		for _, name := range slices.Sorted(maps.Keys(state)) {
+			set, seen := sets[name]
+			if !seen {
+				set = &v1alpha1.SidecarSet{}
+				if err := c.Get(ctx, client.ObjectKey{Name: name}, set); err != nil {
+					if !apierrors.IsNotFound(err) {
+						return "", fmt.Errorf("get SidecarSet %s, recorded in pod %s/%s: %w", name, p.Namespace, p.Name, err)
+					}
+					// Deleted: it injects nothing and holds nothing.
+					set = nil
+				}
+				sets[name] = set
+			}
+			if set == nil {
+				continue
+			}
+			if why := holds(set, p.Labels, state[name].Hash == revision.Hash(&set.Spec)); why != "" {
+				return fmt.Sprintf("pod %s carries SidecarSet %s, whose %s", p.Name, name, why), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// holds says why set keeps a pod with labels from being recreated; latest
+// tells whether the pod is on the set's latest revision already.
+func holds(set *v1alpha1.SidecarSet, podLabels map[string]string, latest bool) string {
+	if set.Spec.InjectionStrategy.Paused {
+		return "injectionStrategy.paused is true: recreated, the pod would lack its sidecars"
+	}
+	if latest {
+		return ""
+	}
+	const moved = ": recreated, the pod would take the latest revision, which the rollout holds back"
 	us := set.Spec.UpdateStrategy
 	switch {
 	case us.Type == v1alpha1.NotUpdateStrategy:
-		return fmt.Errorf("%s: %w: updateStrategy.type is NotUpdate: recreated pods would take the latest revision, which running pods are not to get", set.Name, ErrPaused)
+		return "updateStrategy.type is NotUpdate" + moved
 	case us.Paused:
-		return fmt.Errorf("%s: %w: updateStrategy.paused is true: recreated pods would take the latest revision the rollout holds back", set.Name, ErrPaused)
+		return "updateStrategy.paused is true" + moved
 	}
 	if us.Partition != nil {
-		n, err := intstr.GetScaledValueFromIntOrPercent(us.Partition, 100, true)
-		if err != nil || n > 0 {
-			return fmt.Errorf("%s: %w: updateStrategy.partition %s keeps pods on older revisions, and recreated pods would take the latest; set it to 0 first (--unmanaged and --skipped do not look at it)",
-				set.Name, ErrRefused, us.Partition.String())
+		if n, err := intstr.GetScaledValueFromIntOrPercent(us.Partition, 100, true); err != nil || n > 0 {
+			return fmt.Sprintf("updateStrategy.partition %s keeps pods on older revisions%s; lower it to 0 first", us.Partition.String(), moved)
 		}
 	}
-	return nil
+	if us.Selector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(us.Selector); err != nil || !sel.Matches(labels.Set(podLabels)) {
+			return "updateStrategy.selector leaves the pod out" + moved
+		}
+	}
+	return ""
 }
 
 // kindCounts counts the pods Restart found, by kind.
@@ -516,12 +565,15 @@ func check(ctx context.Context, c client.Client, set *v1alpha1.SidecarSet, w *ow
 	if w.skip = cannotRestart(obj); w.skip != "" {
 		return nil
 	}
-	if w.refuse, err = wouldInject(ctx, c, set, obj); err != nil || w.refuse != "" {
-		return err
-	}
 	selector, err := metav1.LabelSelectorAsSelector(workloadSelector(obj))
 	if err != nil {
 		return fmt.Errorf("%s: spec.selector: %w", w, err)
+	}
+	if w.refuse, err = heldBack(ctx, c, w.namespace, selector); err != nil || w.refuse != "" {
+		return err
+	}
+	if w.refuse, err = wouldInject(ctx, c, set, obj); err != nil || w.refuse != "" {
+		return err
 	}
 	budgets, err := budgetsOver(ctx, c, w.namespace, selector)
 	if err != nil {
@@ -625,6 +677,10 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 	selector, err := metav1.LabelSelectorAsSelector(workloadSelector(obj))
 	if err != nil {
 		return restarted{}, fmt.Errorf("%s: spec.selector: %w", w, err)
+	}
+	// The sets may have changed since the check (a rollout paused).
+	if refuse, err := heldBack(ctx, c, w.namespace, selector); err != nil || refuse != "" {
+		return restarted{refuse: refuse}, err
 	}
 	if refuse, err := waitBudgets(ctx, c, out, w, obj, selector, opts); err != nil || refuse != "" {
 		return restarted{refuse: refuse}, err
@@ -854,7 +910,8 @@ func waitBudgets(ctx context.Context, c client.Reader, out io.Writer, w owner, o
 }
 
 // budgetsOver returns the budgets in namespace over any of the pods
-// selector selects.
+// selector selects, each allowing what its status allows less the pods a
+// SidecarSet's write has down that its status does not show yet.
 func budgetsOver(ctx context.Context, c client.Reader, namespace string, selector labels.Selector) ([]budget, error) {
 	var pdbs policyv1.PodDisruptionBudgetList
 	if err := c.List(ctx, &pdbs, client.InNamespace(namespace)); err != nil {
@@ -863,25 +920,38 @@ func budgetsOver(ctx context.Context, c client.Reader, namespace string, selecto
 	if len(pdbs.Items) == 0 {
 		return nil, nil
 	}
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, fmt.Errorf("list pods in %s matching %s: %w", namespace, selector, err)
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list pods in %s: %w", namespace, err)
 	}
 	var out []budget
 	for _, pdb := range pdbs.Items {
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		// The disruption controller ignores a budget with an empty or
-		// broken selector, and so does this check.
-		if err != nil || sel.Empty() {
+		// nil selects nothing, {} every pod of the namespace, as the
+		// disruption controller reads policy/v1; a broken one is ignored.
+		sel, ok := rollout.BudgetSelector(pdb.Spec.Selector)
+		if !ok {
 			continue
 		}
-		if !slices.ContainsFunc(pods.Items, func(p metav1.PartialObjectMetadata) bool { return sel.Matches(labels.Set(p.Labels)) }) {
+		covers := false
+		var spent int32
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			covers = covers || selector.Matches(labels.Set(p.Labels))
+			// A sidecar restart in flight is not in the budget's status
+			// yet: the controller counts it as spent, and so does this.
+			if state, err := revision.Decode(p.Annotations); err == nil && rollout.Disrupted(p, state, nil) {
+				spent++
+			}
+		}
+		if !covers {
 			continue
 		}
 		st := pdb.Status
 		out = append(out, budget{name: pdb.Namespace + "/" + pdb.Name, observed: st.ObservedGeneration >= pdb.Generation,
-			allowed: st.DisruptionsAllowed, expected: st.ExpectedPods, desiredHealthy: st.DesiredHealthy})
+			allowed: st.DisruptionsAllowed - spent, expected: st.ExpectedPods, desiredHealthy: st.DesiredHealthy})
 	}
 	return out, nil
 }

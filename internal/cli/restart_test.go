@@ -415,11 +415,14 @@ func TestRestartNotUpgradable(t *testing.T) {
 	f.WaitStatus("3 not-upgradable pods", func(st v1alpha1.SidecarSetStatus) bool { return st.NotUpgradablePods == 3 })
 
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = partition("1") })
-	r := kubectl(t, false, "restart", f.Set, "--dry-run")
+	r := kubectl(t, false, "restart", f.Set, "--timeout", "30s")
 	if !errors.Is(r.err, cli.ErrRefused) || cli.ExitCode(r.err) != 1 {
 		t.Fatalf("under a partition: error %v (exit %d), want ErrRefused, exit 1", r.err, cli.ExitCode(r.err))
 	}
-	mustContain(t, r.err.Error(), "updateStrategy.partition 1 keeps pods on older revisions")
+	mustContain(t, r.out, "Deployment "+f.NS+"/web (web-", "refused: pod web-", "carries SidecarSet "+f.Set+", whose updateStrategy.partition 1 keeps pods on older revisions")
+	if restarted(t, f, "web") {
+		t.Fatal("restarted a workload whose pods the partition holds back")
+	}
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = nil })
 
 	dry := ok(t, "restart", f.Set, "--dry-run")

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -168,9 +170,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(setsOfPod)).
 		// A budget's status.disruptionsAllowed is what held pods wait on.
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.setsOfBudget)).
-		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
+		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers), RateLimiter: rateLimiter()}).
 		Named("sidecarset").
 		Complete(r)
+}
+
+// maxBackoff bounds how long a set whose reconciles failed waits before the
+// next try. The workqueue's default grows to 1000 s: after an apiserver
+// outage of a few seconds, a rollout whose pods are all ready (no watch
+// event wakes it) would sit idle for minutes, and its deadline checks with
+// it.
+const maxBackoff = 30 * time.Second
+
+// rateLimiter is the workqueue's default but for maxBackoff: per set,
+// 5 ms doubling on each failure; overall, 10 retries a second with a burst
+// of 100.
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxBackoff),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // setsOfPod maps a managed pod to the SidecarSets its records name.

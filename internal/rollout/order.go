@@ -46,10 +46,12 @@ func newUpdateOrder(s v1alpha1.UpdateStrategy) (updateOrder, error) {
 // places returns each pod's place in the update order: by priority,
 // higher first; among pods of equal priority, the scatter terms spread
 // their pods evenly (scattered); by namespace/name otherwise. The order is
-// a function of the pods' labels and names only, taken over every pod of
-// the set, so that the pods left to update keep their order as others are
-// updated: lowering the partition extends the same set of pods. Next puts
-// the pods that are not ready first on top of it.
+// a function of the pods' labels and names, taken over every pod of the
+// set, so that the pods left to update keep their order as others are
+// updated: lowering the partition extends the same set of pods. Scatter
+// places depend on how many pods each group holds, so pods that come or go
+// can move the others. Next puts the pods that are not ready first on top
+// of it.
 //
 // Worked cases:
 //
