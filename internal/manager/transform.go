@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"encoding/binary"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,9 +26,9 @@ import (
 //   - phase, the generation the kubelet observed (completion rests on it),
 //     Ready's status and this project's own pod conditions in full.
 //
-// Everything else is dropped, and the strings many pods repeat (namespace,
-// node, label keys and values, images, image IDs, record annotations of pods
-// at the same revision) are shared between pods (podStrings).
+// Everything else is dropped, and what many pods repeat is shared between
+// them: strings (namespace, node, label keys and values, images, image IDs)
+// and whole label and annotation maps (podStrings, podMaps).
 //
 // Dropping fields is safe for writes: every pod write is a strategic merge
 // patch computed against the cached object (or a JSON merge patch of the
@@ -43,7 +45,7 @@ func slimPod(obj any) (any, error) {
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              pod.Name,
-			Namespace:         podStrings.intern(pod.Namespace),
+			Namespace:         intern(pod.Namespace),
 			UID:               pod.UID,
 			ResourceVersion:   pod.ResourceVersion,
 			Generation:        pod.Generation,
@@ -53,7 +55,7 @@ func slimPod(obj any) (any, error) {
 			Annotations:       internMap(pod.Annotations, ownAnnotation),
 		},
 		Spec: corev1.PodSpec{
-			NodeName:       podStrings.intern(pod.Spec.NodeName),
+			NodeName:       intern(pod.Spec.NodeName),
 			InitContainers: slimContainers(pod.Spec.InitContainers, keep),
 			Containers:     slimContainers(pod.Spec.Containers, keep),
 		},
@@ -93,20 +95,39 @@ func recordedContainers(annotations map[string]string) map[string]bool {
 	return names
 }
 
-// internMap copies the entries of in whose key passes keep (every entry
-// when keep is nil) with shared strings; nil when none is left.
+// internMap returns the entries of in whose key passes keep (every entry
+// when keep is nil), nil when none is left. Pods of one workload at one
+// revision carry the same labels and records, so equal results are one map
+// shared between them (podMaps), of shared strings. Nothing writes to a
+// cached object (the controller copies one before changing it), so a shared
+// map is as safe as one of its own.
 func internMap(in map[string]string, keep func(string) bool) map[string]string {
-	var out map[string]string
-	for k, v := range in {
-		if keep != nil && !keep(k) {
-			continue
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
 		}
-		if out == nil {
-			out = make(map[string]string, len(in))
-		}
-		out[podStrings.intern(k)] = podStrings.intern(v)
 	}
-	return out
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	// Each key and value after its length: no two maps write the same id,
+	// whatever bytes their values hold.
+	var id []byte
+	for _, k := range keys {
+		id = binary.AppendUvarint(id, uint64(len(k)))
+		id = append(id, k...)
+		id = binary.AppendUvarint(id, uint64(len(in[k])))
+		id = append(id, in[k]...)
+	}
+	return podMaps.get(string(id), func(string) map[string]string {
+		out := make(map[string]string, len(keys))
+		for _, k := range keys {
+			out[intern(k)] = intern(in[k])
+		}
+		return out
+	})
 }
 
 func slimContainers(in []corev1.Container, keep map[string]bool) []corev1.Container {
@@ -117,7 +138,7 @@ func slimContainers(in []corev1.Container, keep map[string]bool) []corev1.Contai
 		}
 		// RestartPolicy tells a native sidecar from an init container.
 		out = append(out, corev1.Container{
-			Name: podStrings.intern(c.Name), Image: podStrings.intern(c.Image), RestartPolicy: c.RestartPolicy,
+			Name: intern(c.Name), Image: intern(c.Image), RestartPolicy: c.RestartPolicy,
 		})
 	}
 	return out
@@ -135,12 +156,12 @@ func slimStatuses(in []corev1.ContainerStatus, keep map[string]bool) []corev1.Co
 			state.Running = &corev1.ContainerStateRunning{}
 		case s.State.Waiting != nil:
 			// The reason tells a start that failed from one under way.
-			state.Waiting = &corev1.ContainerStateWaiting{Reason: podStrings.intern(s.State.Waiting.Reason)}
+			state.Waiting = &corev1.ContainerStateWaiting{Reason: intern(s.State.Waiting.Reason)}
 		}
 		out = append(out, corev1.ContainerStatus{
-			Name:        podStrings.intern(s.Name),
-			Image:       podStrings.intern(s.Image),
-			ImageID:     podStrings.intern(s.ImageID),
+			Name:        intern(s.Name),
+			Image:       intern(s.Image),
+			ImageID:     intern(s.ImageID),
 			ContainerID: s.ContainerID,
 			State:       state,
 		})
@@ -158,47 +179,58 @@ func slimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 		case corev1.PodReady:
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status})
 		case v1alpha1.PodConditionUpgradable, status.PodConditionDrifted:
-			c.Reason = podStrings.intern(c.Reason)
-			c.Message = podStrings.intern(c.Message)
+			c.Reason = intern(c.Reason)
+			c.Message = intern(c.Message)
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// podStrings shares the strings cached pods repeat.
-var podStrings = newInterner(1 << 13)
+// podStrings and podMaps share the strings and the label and annotation
+// maps cached pods repeat.
+var (
+	podStrings = newInterner[string](1 << 13)
+	podMaps    = newInterner[map[string]string](1 << 10)
+)
 
-// interner hands out one copy of each string it has seen. It forgets them
-// all once it holds limit, so that values seen once each (a pod-name label,
-// a record in flight) cannot grow it without bound; the copies already
-// handed out stay valid and shared. The unique package would forget a
-// string as soon as no Handle to it is held, and a cached string holds
-// none, so it would share strings only between two garbage collections.
-type interner struct {
+// interner hands out one value for each key it has seen. It forgets them
+// all once it holds limit, so that keys seen once each (a pod-name label, a
+// record in flight) cannot grow it without bound; the values already handed
+// out stay valid and shared. The unique package would forget a string as
+// soon as no Handle to it is held, and a cached string holds none, so it
+// would share strings only between two garbage collections.
+type interner[V any] struct {
 	mu    sync.Mutex
 	limit int
-	seen  map[string]string
+	seen  map[string]V
 }
 
-func newInterner(limit int) *interner {
-	return &interner{limit: limit, seen: map[string]string{}}
+func newInterner[V any](limit int) *interner[V] {
+	return &interner[V]{limit: limit, seen: map[string]V{}}
 }
 
-func (in *interner) intern(s string) string {
-	if s == "" {
-		return ""
-	}
+// get returns the value kept for key, or keeps and returns build(k), k a
+// copy of key (so that a key cut from a larger string does not keep it).
+func (in *interner[V]) get(key string, build func(k string) V) V {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if v, ok := in.seen[s]; ok {
+	if v, ok := in.seen[key]; ok {
 		return v
 	}
 	if len(in.seen) >= in.limit {
-		in.seen = map[string]string{}
+		in.seen = map[string]V{}
 	}
-	// A copy, so that a string cut from a larger one does not keep it.
-	s = strings.Clone(s)
-	in.seen[s] = s
-	return s
+	key = strings.Clone(key)
+	v := build(key)
+	in.seen[key] = v
+	return v
+}
+
+// intern returns the shared copy of s.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return podStrings.get(s, func(k string) string { return k })
 }

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"unsafe"
@@ -236,19 +237,48 @@ func TestSlimPodSharesStrings(t *testing.T) {
 }
 
 func TestInterner(t *testing.T) {
-	in := newInterner(3)
-	first := in.intern(string([]byte("x")))
-	if got := in.intern(string([]byte("x"))); unsafe.StringData(got) != unsafe.StringData(first) {
+	in := newInterner[string](3)
+	self := func(k string) string { return k }
+	first := in.get(string([]byte("x")), self)
+	if got := in.get(string([]byte("x")), self); unsafe.StringData(got) != unsafe.StringData(first) {
 		t.Errorf("a string seen before is not shared")
 	}
 	for i := range 3 {
-		in.intern(fmt.Sprint(i))
+		in.get(fmt.Sprint(i), self)
 	}
 	if len(in.seen) > 3 {
 		t.Errorf("the interner holds %d strings, over its limit of 3", len(in.seen))
 	}
-	if got := in.intern(""); got != "" {
+	if got := intern(""); got != "" {
 		t.Errorf("intern(\"\") = %q", got)
+	}
+}
+
+// TestSlimPodSharesMaps: pods with the same labels and records share one
+// map of each; a pod whose differ has its own.
+func TestSlimPodSharesMaps(t *testing.T) {
+	a, b, c := fullPod(), fullPod(), fullPod()
+	c.Labels["statefulset.kubernetes.io/pod-name"] = "db-2"
+	c.Annotations[v1alpha1.AnnotationInjected] = "a,b"
+	slim := func(p *corev1.Pod) *corev1.Pod {
+		s, err := slimPod(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.(*corev1.Pod)
+	}
+	sa, sb, sc := slim(a), slim(b), slim(c)
+	same := func(x, y map[string]string) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	if !same(sa.Labels, sb.Labels) || !same(sa.Annotations, sb.Annotations) {
+		t.Errorf("two pods with the same labels and records do not share their maps")
+	}
+	if same(sa.Labels, sc.Labels) || same(sa.Annotations, sc.Annotations) {
+		t.Errorf("pods with other labels and records share their maps")
+	}
+	if diff := cmp.Diff(map[string]string{"app": "db", "sidecarset.dev/managed": "true", "statefulset.kubernetes.io/pod-name": "db-2"}, sc.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 }
 
