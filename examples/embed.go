@@ -2,10 +2,16 @@
 // what users copy.
 package examples
 
-import _ "embed"
+import "embed"
 
 // RBAC holds the example ClusterRoles and bindings for who may create
 // SidecarSets and who may only read them.
 //
 //go:embed rbac/sidecarset-authors.yaml
 var RBAC []byte
+
+// SidecarSets holds the example SidecarSets, one per file under
+// sidecarsets/, each showing a feature.
+//
+//go:embed sidecarsets/*.yaml
+var SidecarSets embed.FS
