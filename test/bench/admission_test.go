@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/bench"
@@ -57,20 +54,7 @@ func BenchmarkAdmission(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	testenv.SetLogger()
-	hooks, err := testenv.WebhookOptions("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	env, err := testenv.Start(testenv.Options{Webhooks: hooks})
-	if err != nil {
-		b.Fatalf("start the control plane: %v", err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			b.Error(err)
-		}
-	}()
+	env := startControlPlane(b, "")
 	ctx := b.Context()
 	h, err := newHarness(ctx, env, sc, b.Logf)
 	if err != nil {
@@ -80,13 +64,7 @@ func BenchmarkAdmission(b *testing.B) {
 		if err := h.stopManager(); err != nil {
 			b.Error(err)
 		}
-		// Kept when the run failed, to read why.
-		if err := h.managerLog.Close(); err == nil && !b.Failed() {
-			_ = os.Remove(h.managerLog.Name())
-		}
-		if err := testenv.RemoveManagerBinary(); err != nil {
-			b.Error(err)
-		}
+		removeManagerFiles(b, h.managerLog)
 	}()
 	report, err := h.run(ctx)
 	if err != nil {
@@ -136,14 +114,7 @@ func newHarness(ctx context.Context, env *testenv.Env, sc scale, logf func(strin
 	if h.admin, err = kubernetes.NewForConfig(env.Config); err != nil {
 		return nil, err
 	}
-	fast := rest.CopyConfig(env.Config)
-	// A negative QPS turns client-go's rate limiter off: the offered rate
-	// is the benchmark's to set.
-	fast.QPS, fast.Burst = -1, 0
-	fast.ContentType = "application/vnd.kubernetes.protobuf"
-	fast.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	fast.WarningHandler = rest.NoWarnings{}
-	if h.creator, err = kubernetes.NewForConfig(fast); err != nil {
+	if h.creator, err = fastClient(env.Config); err != nil {
 		return nil, err
 	}
 	if h.apiserver, err = childProcess("kube-apiserver"); err != nil {
@@ -155,11 +126,8 @@ func newHarness(ctx context.Context, env *testenv.Env, sc scale, logf func(strin
 	if h.policy, err = offersPolicy(ctx, h.binary); err != nil {
 		return nil, err
 	}
-	for _, ns := range []string{managerNamespace, webhookNamespace, policyNamespace, unmatchedNamespace} {
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if _, err := h.admin.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
-		}
+	if err := createNamespaces(ctx, h.admin, managerNamespace, webhookNamespace, policyNamespace, unmatchedNamespace); err != nil {
+		return nil, err
 	}
 	if h.managerLog, err = os.CreateTemp("", "sidecarset-bench-manager-*.log"); err != nil {
 		return nil, err
@@ -665,23 +633,9 @@ func (h *harness) stopManager() error {
 // write writes admission.json and admission.md under bench/results and
 // merges the report's keys for sets SidecarSets into summary.json.
 func write(r bench.AdmissionReport, sets int) error {
-	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
 	var md bytes.Buffer
 	if err := r.WriteMarkdown(&md); err != nil {
 		return err
 	}
-	errs := []error{
-		os.WriteFile(filepath.Join(resultsDir, "admission.json"), append(data, '\n'), 0o644),
-		os.WriteFile(filepath.Join(resultsDir, "admission.md"), md.Bytes(), 0o644),
-	}
-	summary := r.Summary(sets)
-	summary["scale"] = r.Scale
-	errs = append(errs, bench.MergeSummary(filepath.Join(resultsDir, "summary.json"), summary))
-	return errors.Join(errs...)
+	return writeResults(results{name: "admission", report: r, markdown: md.Bytes(), summary: r.Summary(sets), scale: r.Scale})
 }

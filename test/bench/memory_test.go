@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -78,36 +76,15 @@ func BenchmarkMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	testenv.SetLogger()
 	// The pods are created while no manager runs: the pod webhook must
 	// let them through meanwhile.
-	hooks, err := testenv.WebhookOptions(admissionregistrationv1.Ignore)
-	if err != nil {
-		b.Fatal(err)
-	}
-	env, err := testenv.Start(testenv.Options{Webhooks: hooks})
-	if err != nil {
-		b.Fatalf("start the control plane: %v", err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			b.Error(err)
-		}
-	}()
+	env := startControlPlane(b, admissionregistrationv1.Ignore)
 	ctx := b.Context()
 	m, err := newMemoryHarness(ctx, env, sc, b.Logf)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		// Kept when the run failed, to read why.
-		if err := m.log.Close(); err == nil && !b.Failed() {
-			_ = os.Remove(m.log.Name())
-		}
-		if err := testenv.RemoveManagerBinary(); err != nil {
-			b.Error(err)
-		}
-	}()
+	defer removeManagerFiles(b, m.log)
 	report, err := m.run(ctx)
 	if err != nil {
 		b.Fatalf("%v (the manager's log: %s)", err, m.log.Name())
@@ -137,20 +114,12 @@ type memoryHarness struct {
 
 func newMemoryHarness(ctx context.Context, env *testenv.Env, sc memoryScale, logf func(string, ...any)) (*memoryHarness, error) {
 	m := &memoryHarness{env: env, sc: sc, logf: logf}
-	fast := rest.CopyConfig(env.Config)
-	fast.QPS, fast.Burst = -1, 0
-	fast.ContentType = "application/vnd.kubernetes.protobuf"
-	fast.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	fast.WarningHandler = rest.NoWarnings{}
 	var err error
-	if m.creator, err = kubernetes.NewForConfig(fast); err != nil {
+	if m.creator, err = fastClient(env.Config); err != nil {
 		return nil, err
 	}
-	for _, ns := range []string{managerNamespace, memoryNamespace} {
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if _, err := m.creator.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
-		}
+	if err := createNamespaces(ctx, m.creator, managerNamespace, memoryNamespace); err != nil {
+		return nil, err
 	}
 	binary, err := testenv.ManagerBinary(ctx)
 	if err != nil {
@@ -491,13 +460,6 @@ func runningStatus(p *corev1.Pod) corev1.PodStatus {
 // writeMemory writes memory.json, memory.md and memory.png under
 // bench/results and merges the report's keys into summary.json.
 func writeMemory(r bench.MemoryReport) error {
-	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
 	var md, png bytes.Buffer
 	if err := r.WriteMarkdown(&md); err != nil {
 		return err
@@ -505,12 +467,6 @@ func writeMemory(r bench.MemoryReport) error {
 	if err := r.WritePNG(&png); err != nil {
 		return err
 	}
-	summary := r.Summary()
-	summary["scale"] = r.Scale
-	return errors.Join(
-		os.WriteFile(filepath.Join(resultsDir, "memory.json"), append(data, '\n'), 0o644),
-		os.WriteFile(filepath.Join(resultsDir, "memory.md"), md.Bytes(), 0o644),
-		os.WriteFile(filepath.Join(resultsDir, "memory.png"), png.Bytes(), 0o644),
-		bench.MergeSummary(filepath.Join(resultsDir, "summary.json"), summary),
-	)
+	return writeResults(results{name: "memory", report: r, markdown: md.Bytes(),
+		files: map[string][]byte{"memory.png": png.Bytes()}, summary: r.Summary(), scale: r.Scale})
 }

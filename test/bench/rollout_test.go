@@ -3,8 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -485,31 +483,18 @@ func (l *progressLog) final(updated, ready int) []bench.Progress {
 // writeRollout writes rollout.json, rollout.md and the charts under
 // bench/results and merges the report's keys into summary.json.
 func writeRollout(r bench.RolloutReport) error {
-	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
 	var md bytes.Buffer
 	if err := r.WriteMarkdown(&md); err != nil {
 		return err
 	}
-	errs := []error{
-		os.WriteFile(filepath.Join(resultsDir, "rollout.json"), append(data, '\n'), 0o644),
-	}
+	charts := map[string][]byte{}
 	for _, chart := range r.Charts() {
 		var png bytes.Buffer
 		if err := chart.WritePNG(&png); err != nil {
 			return err
 		}
-		errs = append(errs, os.WriteFile(filepath.Join(resultsDir, chart.File), png.Bytes(), 0o644))
+		charts[chart.File] = png.Bytes()
 		fmt.Fprintf(&md, "\n![%s](%s)\n", chart.Title, chart.File)
 	}
-	errs = append(errs, os.WriteFile(filepath.Join(resultsDir, "rollout.md"), md.Bytes(), 0o644))
-	summary := r.Summary()
-	summary["scale"] = r.Scale
-	errs = append(errs, bench.MergeSummary(filepath.Join(resultsDir, "summary.json"), summary))
-	return errors.Join(errs...)
+	return writeResults(results{name: "rollout", report: r, markdown: md.Bytes(), files: charts, summary: r.Summary(), scale: r.Scale})
 }
