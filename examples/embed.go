@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed rbac/sidecarset-authors.yaml
 var RBAC []byte
+
+// ShareVolumes holds a SidecarSet whose sidecar shares the app
+// containers' volume mounts and copies an environment variable from them.
+//
+//go:embed share-volumes/sidecarset.yaml
+var ShareVolumes []byte
