@@ -10,7 +10,9 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 )
 
-func mount(name, path string) corev1.VolumeMount { return corev1.VolumeMount{Name: name, MountPath: path} }
+func mount(name, path string) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: name, MountPath: path}
+}
 
 func env(name, value string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: value} }
 
