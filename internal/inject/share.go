@@ -310,10 +310,10 @@ func copiedEnv(e corev1.EnvVar, source string) corev1.EnvVar {
 // path is an error, and so is a value that is empty.
 func PodFieldValue(pod *corev1.Pod, namespace, fieldPath string) (string, error) {
 	var v string
-	switch {
-	case fieldPath == "metadata.name":
+	switch fieldPath {
+	case "metadata.name":
 		v = pod.Name
-	case fieldPath == "metadata.namespace":
+	case "metadata.namespace":
 		v = namespace
 	default:
 		m, key, ok := subscript(fieldPath)
