@@ -2,7 +2,7 @@
 // what users copy.
 package examples
 
-import _ "embed"
+import "embed"
 
 // RBAC holds the example ClusterRoles and bindings for who may create
 // SidecarSets and who may only read them.
@@ -10,8 +10,8 @@ import _ "embed"
 //go:embed rbac/sidecarset-authors.yaml
 var RBAC []byte
 
-// ShareVolumes holds a SidecarSet whose sidecar shares the app
-// containers' volume mounts and copies an environment variable from them.
+// SidecarSets holds the example SidecarSets, one per file under
+// sidecarsets/, each showing a feature.
 //
-//go:embed share-volumes/sidecarset.yaml
-var ShareVolumes []byte
+//go:embed sidecarsets/*.yaml
+var SidecarSets embed.FS

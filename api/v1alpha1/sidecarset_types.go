@@ -238,6 +238,68 @@ type UpdateStrategy struct {
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// priorityStrategy orders the update by pod labels: pods that are not
+	// ready still go first, then those of higher priority. The partition
+	// keeps the last pods of this order.
+	// +optional
+	PriorityStrategy *UpdatePriorityStrategy `json:"priorityStrategy,omitempty"`
+
+	// scatterStrategy spreads the pods each term matches evenly over the
+	// update order, among pods of equal priority, so that consecutive
+	// updates do not all fall in one zone, rack or shard.
+	// +optional
+	// +listType=atomic
+	ScatterStrategy []UpdateScatterTerm `json:"scatterStrategy,omitempty"`
+}
+
+// UpdatePriorityStrategy orders a rollout's pods by their labels. Only one
+// of weightPriority and orderPriority may be set.
+type UpdatePriorityStrategy struct {
+	// weightPriority: a pod's priority is the sum of the weights of the terms
+	// whose selector matches its labels; higher goes first.
+	// +optional
+	// +listType=atomic
+	WeightPriority []UpdatePriorityWeightTerm `json:"weightPriority,omitempty"`
+
+	// orderPriority: pods with the first key among their labels go first,
+	// ordered by the number that ends the label's value, higher first
+	// ("5" is 5, "shard-10" is 10, no number is 0); then the pods with the
+	// second key, and so on; pods with none of the keys go last.
+	// +optional
+	// +listType=atomic
+	OrderPriority []UpdatePriorityOrderTerm `json:"orderPriority,omitempty"`
+}
+
+// UpdatePriorityWeightTerm adds weight to the priority of the pods its
+// selector matches.
+type UpdatePriorityWeightTerm struct {
+	// weight, 1 to 100.
+	// +required
+	Weight int32 `json:"weight"`
+
+	// matchSelector selects pods by their labels; not empty.
+	// +required
+	MatchSelector metav1.LabelSelector `json:"matchSelector"`
+}
+
+// UpdatePriorityOrderTerm orders pods by the number in one label.
+type UpdatePriorityOrderTerm struct {
+	// orderedKey is a label key.
+	// +required
+	OrderedKey string `json:"orderedKey"`
+}
+
+// UpdateScatterTerm names the pods, by one label, to spread over the update
+// order.
+type UpdateScatterTerm struct {
+	// key is a label key.
+	// +required
+	Key string `json:"key"`
+
+	// value is the label's value.
+	// +required
+	Value string `json:"value"`
 }
 
 // SidecarSetSpec declares sidecars, which pods get them, and how running pods

@@ -32,12 +32,11 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
 OpenKruise field sidecarset does not support (hot upgrade, resourcesPolicy,
-patchPodMetadata, injectionStrategy.revision, scatterStrategy,
-priorityStrategy, customVersion, ...) is dropped with a warning on stderr
-naming it, and so is a field OpenKruise's API does not have; "Note:" lines
-name dropped values that mean what sidecarset does anyway (upgradeType
-ColdUpgrade, a shareVolumePolicy other than enabled). shareVolumePolicy,
-shareVolumeDevicePolicy and transferEnv carry over. A percentage partition
+patchPodMetadata, injectionStrategy.revision, customVersion, ...) is dropped
+with a warning on stderr naming it, and so is a field OpenKruise's API does
+not have; "Note:" lines name dropped values that mean what sidecarset does
+anyway (upgradeType ColdUpgrade, a shareVolumePolicy other than enabled).
+shareVolumePolicy, shareVolumeDevicePolicy and transferEnv carry over. A percentage partition
 that counts differently here gets a warning with the difference. Server-set
 metadata, OpenKruise's hash annotations and status are dropped.
 
@@ -618,13 +617,98 @@ func (c *converter) updateStrategy(v any) map[string]any {
 				out[k] = sel
 			}
 		case "scatterStrategy":
-			if len(asSlice(m[k])) > 0 {
-				c.drop("spec.updateStrategy.scatterStrategy", "sidecarset updates pods in namespace/name order, not-ready pods first")
+			if terms := c.scatterStrategy(m[k]); len(terms) > 0 {
+				out[k] = terms
 			}
 		case "priorityStrategy":
-			c.drop("spec.updateStrategy.priorityStrategy", "sidecarset updates pods in namespace/name order, not-ready pods first")
+			if ps := c.priorityStrategy(m[k]); len(ps) > 0 {
+				out[k] = ps
+			}
 		default:
 			c.unknown("spec.updateStrategy." + k)
+		}
+	}
+	return out
+}
+
+// scatterStrategy carries the terms over: the same pods are spread, in an
+// order of sidecarset's own (rollout.updateOrder), which the note says.
+func (c *converter) scatterStrategy(v any) []any {
+	var out []any
+	for i, t := range asSlice(v) {
+		m, _ := t.(map[string]any)
+		term := map[string]any{}
+		for _, k := range sortedKeys(m) {
+			switch k {
+			case "key", "value":
+				term[k] = m[k]
+			default:
+				c.unknown(fmt.Sprintf("spec.updateStrategy.scatterStrategy[%d].%s", i, k))
+			}
+		}
+		out = append(out, term)
+	}
+	if len(out) > 0 {
+		c.notes = append(c.notes, fmt.Sprintf("Note: %s: spec.updateStrategy.scatterStrategy spreads each term's pods evenly over the update order among pods of equal priority; the exact order differs from OpenKruise's", c.what))
+	}
+	return out
+}
+
+// priorityStrategy carries weightPriority and orderPriority over. A weight
+// of 0, which OpenKruise accepts, adds nothing, and sidecarset refuses it:
+// such a term is dropped. OpenKruise's controller puts the pods that have
+// none of orderPriority's keys first, though its API says last; sidecarset
+// puts them last, which the warning says.
+func (c *converter) priorityStrategy(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	out := map[string]any{}
+	for _, k := range sortedKeys(m) {
+		path := "spec.updateStrategy.priorityStrategy." + k
+		switch k {
+		case "weightPriority":
+			var terms []any
+			for i, t := range asSlice(m[k]) {
+				tm, _ := t.(map[string]any)
+				term := map[string]any{}
+				for _, tk := range sortedKeys(tm) {
+					switch tk {
+					case "weight":
+						term[tk] = tm[tk]
+					case "matchSelector":
+						term[tk] = c.labelSelector(fmt.Sprintf("%s[%d].matchSelector", path, i), tm[tk])
+					default:
+						c.unknown(fmt.Sprintf("%s[%d].%s", path, i, tk))
+					}
+				}
+				if w, ok := term["weight"].(int64); ok && w == 0 {
+					c.same(fmt.Sprintf("%s[%d]", path, i), "weight 0 adds nothing to a pod's priority")
+					continue
+				}
+				terms = append(terms, term)
+			}
+			if len(terms) > 0 {
+				out[k] = terms
+			}
+		case "orderPriority":
+			var terms []any
+			for i, t := range asSlice(m[k]) {
+				tm, _ := t.(map[string]any)
+				term := map[string]any{}
+				for _, tk := range sortedKeys(tm) {
+					if tk == "orderedKey" {
+						term[tk] = tm[tk]
+						continue
+					}
+					c.unknown(fmt.Sprintf("%s[%d].%s", path, i, tk))
+				}
+				terms = append(terms, term)
+			}
+			if len(terms) > 0 {
+				out[k] = terms
+				c.warn("%s: pods with none of the keys are updated last, as OpenKruise's API describes; OpenKruise's controller updates them first", path)
+			}
+		default:
+			c.unknown(path)
 		}
 	}
 	return out

@@ -20,7 +20,7 @@ var (
 	ErrUsage = errors.New("usage")
 	// ErrPaused: the rollout will not move until someone acts:
 	// updateStrategy.paused (not by a stall), type NotUpdate, or
-	// injectionStrategy.paused for restart-unmanaged.
+	// injectionStrategy.paused for restart.
 	ErrPaused = errors.New("paused")
 	// ErrTimeout: a wait ran out of time (--timeout, --wait-ready) while
 	// nothing had failed.
@@ -47,8 +47,8 @@ var exitCodes = []exitCode{
 	{1, nil, "failed: an anomaly (rollout run), a stalled rollout, a refusal, or any other error"},
 	{2, ErrUsage, "usage: unknown verb or flag, wrong arguments, a flag value out of range"},
 	{5, ErrUnreachable, "unreachable: no kubeconfig, or the apiserver did not answer even after retries"},
-	{3, ErrPaused, "paused: updateStrategy.paused or type NotUpdate (injectionStrategy.paused for restart-unmanaged): nothing moves until someone acts"},
-	{4, ErrTimeout, "timeout: --timeout or --wait-ready ran out while the work was still going (restart-unmanaged: a workload patched but not finished)"},
+	{3, ErrPaused, "paused: updateStrategy.paused or type NotUpdate (for restart also injectionStrategy.paused): nothing moves until someone acts"},
+	{4, ErrTimeout, "timeout: --timeout or --wait-ready ran out while the work was still going (restart: a workload patched but not finished)"},
 }
 
 // ExitCode is the process exit code for a verb's error; see exitCodes.

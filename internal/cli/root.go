@@ -39,6 +39,7 @@ Pointing it at a cluster works as with kubectl: it reads $KUBECONFIG or
 		NewCmdPreflight(o),
 		NewCmdInject(o),
 		NewCmdConvert(o),
+		NewCmdRestart(o),
 		NewCmdRestartUnmanaged(o),
 	)
 	withUsageErrors(cmd)

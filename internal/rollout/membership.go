@@ -40,8 +40,9 @@ const (
 	OptedOut Membership = "OptedOut"
 	// Skipped: no record, and the webhook could not inject the set when the
 	// pod was created (sidecarset.dev/skipped names it). It counts in
-	// skippedPods, not in unmanagedPods; restart-unmanaged leaves it, since
-	// a new pod would be skipped for the same reason. With adoptionPolicy
+	// skippedPods, not in unmanagedPods; only `restart --skipped` recreates
+	// it, once the reason is fixed (a new pod would be skipped for it
+	// again, which the command's dry run tells). With adoptionPolicy
 	// SameName it may still be adopted (the webhook skips a set whose
 	// container name the pod already has).
 	Skipped Membership = "Skipped"

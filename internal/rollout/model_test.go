@@ -199,6 +199,18 @@ func newModel(t *rapid.T) *model {
 			MaxUnavailable:          ptr.To(intstr.FromInt32(int32(mu))),
 			ProgressDeadlineSeconds: ptr.To(int32(rapid.IntRange(30, 300).Draw(t, name+"-deadline"))),
 		}
+		// The update order decides which pods go, never how many.
+		switch rapid.IntRange(0, 3).Draw(t, name+"-order") {
+		case 1:
+			b.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{{
+				Weight:        int32(rapid.IntRange(1, 100).Draw(t, name+"-weight")),
+				MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"g": rapid.SampledFrom(groups).Draw(t, name+"-weight-group")}},
+			}}}
+		case 2:
+			b.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{OrderPriority: []v1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "g"}}}
+		case 3:
+			b.UpdateStrategy.ScatterStrategy = []v1alpha1.UpdateScatterTerm{{Key: "g", Value: rapid.SampledFrom(groups).Draw(t, name+"-scatter-group")}}
+		}
 		b.DriftPolicy = rapid.SampledFrom([]v1alpha1.DriftPolicy{v1alpha1.DriftReport, v1alpha1.DriftRevert}).Draw(t, name+"-driftPolicy")
 		set := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}, Spec: b}
 		ms := &mset{set: set, maxUnavailable: mu, written: map[string]int{}, latest: revision.Hash(&set.Spec),

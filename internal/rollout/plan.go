@@ -210,14 +210,16 @@ type Held struct {
 //
 // Candidates for an update are the selected pods that are not on the latest
 // revision and are upgradable. They are ordered by readiness, then by
-// namespace/name: pods that are not ready first, as they lose nothing by the
-// update and it may be what fixes them.
+// priority (updateStrategy.priorityStrategy), scattered among equal
+// priority (scatterStrategy), then by namespace/name (updateOrder.places):
+// pods that are not ready first, as they lose nothing by the update and it
+// may be what fixes them.
 //
 // Partition: of the Selected pods, Target = Selected - Partition may be on the
 // latest revision, the pods already there included (Partition a count, or a
 // percentage of Selected rounded up, clamped to Selected). The first
 // Target - Updated candidates are due; the partition keeps the rest, i.e. the
-// last candidates by name once not-ready pods went first. Lowering the
+// last candidates in that order once not-ready pods went first. Lowering the
 // partition step by step therefore extends the same set of pods, and a pod
 // that waits (for maxUnavailable or its PodDisruptionBudget) keeps its place
 // rather than handing it to a pod the partition keeps.
@@ -311,6 +313,10 @@ func Next(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	order, err := newUpdateOrder(in.Strategy)
+	if err != nil {
+		return Plan{}, err
+	}
 	plan := Plan{Scope: scope}
 
 	pods := slices.Clone(in.Pods)
@@ -326,8 +332,12 @@ func Next(in Input) (Plan, error) {
 			candidates = append(candidates, p)
 		}
 	}
-	// Stable: within each readiness group the order stays by name.
-	slices.SortStableFunc(candidates, func(a, b Pod) int { return compareBool(a.PodReady, b.PodReady) })
+	place := order.places(pods)
+	byPlace := func(a, b Pod) int {
+		return cmp.Or(compareBool(a.PodReady, b.PodReady), cmp.Compare(place[a.Key], place[b.Key]))
+	}
+	slices.SortFunc(undone, byPlace)
+	slices.SortFunc(candidates, byPlace)
 	// What the partition lets move, less the undone pods it counts.
 	left := scope.Target - scope.Updated
 	for _, p := range undone {
@@ -344,9 +354,12 @@ func Next(in Input) (Plan, error) {
 	}
 	var work []item
 	isDue := make(map[types.NamespacedName]bool, len(due))
-	for _, p := range due {
+	// rank is a due pod's place in the update order.
+	rank := make(map[types.NamespacedName]int, len(due))
+	for i, p := range due {
 		work = append(work, item{p, ActionUpdate})
 		isDue[p.Key] = true
+		rank[p.Key] = i
 	}
 	if in.DriftPolicy == v1alpha1.DriftRevert {
 		for _, p := range pods {
@@ -388,6 +401,7 @@ func Next(in Input) (Plan, error) {
 			compareBool(a.pod.PodReady, b.pod.PodReady),
 			compareBool(a.action == ActionUpdate, b.action == ActionUpdate),
 			compareBool(!in.Withdrawn[a.pod.Record.Revision], !in.Withdrawn[b.pod.Record.Revision]),
+			cmp.Compare(rank[a.pod.Key], rank[b.pod.Key]),
 			compareKeys(a.pod.Key, b.pod.Key))
 	})
 	room := scope.MaxUnavailable - scope.Unavailable

@@ -191,6 +191,70 @@ func validateUpdateStrategy(us *v1alpha1.UpdateStrategy, fld *field.Path) field.
 	if d := us.ProgressDeadlineSeconds; d != nil && *d < 1 {
 		errs = append(errs, field.Invalid(fld.Child("progressDeadlineSeconds"), *d, "must be at least 1 second"))
 	}
+	errs = append(errs, validatePriority(us.PriorityStrategy, fld.Child("priorityStrategy"))...)
+	return append(errs, validateScatter(us.ScatterStrategy, fld.Child("scatterStrategy"))...)
+}
+
+func validatePriority(ps *v1alpha1.UpdatePriorityStrategy, fld *field.Path) field.ErrorList {
+	if ps == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(ps.WeightPriority) > 0 && len(ps.OrderPriority) > 0 {
+		errs = append(errs, field.Forbidden(fld.Child("orderPriority"), "only one of weightPriority and orderPriority may be set"))
+	}
+	for i, t := range ps.WeightPriority {
+		tf := fld.Child("weightPriority").Index(i)
+		if t.Weight < 1 || t.Weight > 100 {
+			errs = append(errs, field.Invalid(tf.Child("weight"), t.Weight, "must be between 1 and 100"))
+		}
+		sel := tf.Child("matchSelector")
+		if len(t.MatchSelector.MatchLabels) == 0 && len(t.MatchSelector.MatchExpressions) == 0 {
+			errs = append(errs, field.Required(sel, "must select by some label: an empty selector gives every pod the same weight"))
+		}
+		errs = append(errs, metav1validation.ValidateLabelSelector(&t.MatchSelector, metav1validation.LabelSelectorValidationOptions{}, sel)...)
+	}
+	keys := map[string]bool{}
+	for i, t := range ps.OrderPriority {
+		kf := fld.Child("orderPriority").Index(i).Child("orderedKey")
+		errs = append(errs, validateLabelKey(t.OrderedKey, kf)...)
+		if keys[t.OrderedKey] {
+			errs = append(errs, field.Duplicate(kf, t.OrderedKey))
+		}
+		keys[t.OrderedKey] = true
+	}
+	return errs
+}
+
+func validateScatter(terms []v1alpha1.UpdateScatterTerm, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[v1alpha1.UpdateScatterTerm]bool{}
+	for i, t := range terms {
+		tf := fld.Index(i)
+		errs = append(errs, validateLabelKey(t.Key, tf.Child("key"))...)
+		if t.Value == "" {
+			errs = append(errs, field.Required(tf.Child("value"), "the label value whose pods are spread"))
+		}
+		for _, msg := range utilvalidation.IsValidLabelValue(t.Value) {
+			errs = append(errs, field.Invalid(tf.Child("value"), t.Value, msg))
+		}
+		if seen[t] {
+			errs = append(errs, field.Duplicate(tf, t.Key+"="+t.Value))
+		}
+		seen[t] = true
+	}
+	return errs
+}
+
+// validateLabelKey accepts a label key, as metadata.labels takes it.
+func validateLabelKey(key string, fld *field.Path) field.ErrorList {
+	if key == "" {
+		return field.ErrorList{field.Required(fld, "a label key")}
+	}
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(key) {
+		errs = append(errs, field.Invalid(fld, key, msg))
+	}
 	return errs
 }
 

@@ -87,6 +87,15 @@ func err(t field.ErrorType, path string) []errSummary {
 	return []errSummary{{t, path}}
 }
 
+// errs joins several errors' summaries, in the order they are reported.
+func errs(each ...[]errSummary) []errSummary {
+	var out []errSummary
+	for _, e := range each {
+		out = append(out, e...)
+	}
+	return out
+}
+
 type validateCase struct {
 	name   string
 	modify func(s *v1alpha1.SidecarSet)
@@ -245,6 +254,54 @@ func TestValidateCreateInvalid(t *testing.T) {
 			name:   "progressDeadlineSeconds 0",
 			modify: func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.ProgressDeadlineSeconds = ptr.To[int32](0) },
 			want:   err(field.ErrorTypeInvalid, "spec.updateStrategy.progressDeadlineSeconds"),
+		},
+		{
+			name: "priorityStrategy with both weightPriority and orderPriority",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{
+					WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{{Weight: 10, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "replica"}}}},
+					OrderPriority:  []v1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "shard"}},
+				}
+			},
+			want:   err(field.ErrorTypeForbidden, "spec.updateStrategy.priorityStrategy.orderPriority"),
+			reason: "only one of weightPriority and orderPriority",
+		},
+		{
+			name: "weightPriority weight 0",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{
+					WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{{Weight: 0, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "replica"}}}},
+				}
+			},
+			want:   err(field.ErrorTypeInvalid, "spec.updateStrategy.priorityStrategy.weightPriority[0].weight"),
+			reason: "between 1 and 100",
+		},
+		{
+			name: "weightPriority with an empty selector",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{
+					WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{{Weight: 5}},
+				}
+			},
+			want: err(field.ErrorTypeRequired, "spec.updateStrategy.priorityStrategy.weightPriority[0].matchSelector"),
+		},
+		{
+			name: "orderPriority key twice, and a key that is no label key",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{
+					OrderPriority: []v1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "shard"}, {OrderedKey: "shard"}, {OrderedKey: "not a key"}},
+				}
+			},
+			want: errs(err(field.ErrorTypeDuplicate, "spec.updateStrategy.priorityStrategy.orderPriority[1].orderedKey"),
+				err(field.ErrorTypeInvalid, "spec.updateStrategy.priorityStrategy.orderPriority[2].orderedKey")),
+		},
+		{
+			name: "scatterStrategy term twice, and one without a value",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.UpdateStrategy.ScatterStrategy = []v1alpha1.UpdateScatterTerm{{Key: "zone", Value: "a"}, {Key: "zone", Value: "a"}, {Key: "zone"}}
+			},
+			want: errs(err(field.ErrorTypeDuplicate, "spec.updateStrategy.scatterStrategy[1]"),
+				err(field.ErrorTypeRequired, "spec.updateStrategy.scatterStrategy[2].value")),
 		},
 		{
 			name:   "revisionHistoryLimit negative",
@@ -697,6 +754,15 @@ func TestValidateCreateValid(t *testing.T) {
 		{
 			name:   "the converted OpenKruise example, mounting a volume of the pod",
 			modify: func(*v1alpha1.SidecarSet) {},
+		},
+		{
+			name: "priorityStrategy and scatterStrategy",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{
+					WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{{Weight: 100, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "replica"}}}},
+				}
+				s.Spec.UpdateStrategy.ScatterStrategy = []v1alpha1.UpdateScatterTerm{{Key: "topology.kubernetes.io/zone", Value: "eu-1a"}}
+			},
 		},
 		{
 			name: "partition together with updateStrategy.selector",

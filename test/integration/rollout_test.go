@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -140,4 +144,69 @@ func TestNativeSidecarInPlace(t *testing.T) {
 		}
 	}
 	f.AssertAppsUntouched(before)
+}
+
+// TestUpdateOrder: updateStrategy.priorityStrategy and scatterStrategy
+// decide which pods go first, and so which ones the partition keeps.
+func TestUpdateOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels []map[string]string
+		order  func(*v1alpha1.UpdateStrategy)
+		// updated are the pods on the new image once the partition is reached.
+		partition int32
+		updated   []string
+	}{
+		{
+			name: "replicas first, the primary kept",
+			labels: []map[string]string{
+				{"role": "primary"}, {"role": "replica"}, {"role": "replica"}, {"role": "replica"},
+			},
+			order: func(s *v1alpha1.UpdateStrategy) {
+				s.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{{
+					Weight: 100, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "replica"}},
+				}}}
+			},
+			partition: 1,
+			updated:   []string{"p02", "p03", "p04"},
+		},
+		{
+			name:   "zones scattered",
+			labels: []map[string]string{{"zone": "a"}, {"zone": "a"}, {"zone": "b"}, {"zone": "b"}},
+			order: func(s *v1alpha1.UpdateStrategy) {
+				s.ScatterStrategy = []v1alpha1.UpdateScatterTerm{{Key: "zone", Value: "a"}}
+			},
+			partition: 2,
+			// By name alone p01 and p02, both in zone a, would go.
+			updated: []string{"p01", "p03"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			set := f.SidecarSet("exporter:v1", 0)
+			set.Spec.UpdateStrategy.Partition = new(intstr.FromInt32(tc.partition))
+			tc.order(&set.Spec.UpdateStrategy)
+			f.CreateSet(set)
+			for i, l := range tc.labels {
+				pod := f.NewPod(fmt.Sprintf("p%02d", i+1))
+				maps.Copy(pod.Labels, l)
+				f.CreatePod(pod)
+			}
+			f.WaitReady(len(tc.labels))
+			f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+			want := int32(len(tc.updated))
+			f.WaitStatus(fmt.Sprintf("%d updated and ready, complete", want), func(s v1alpha1.SidecarSetStatus) bool {
+				return s.UpdatedReadyPods == want && fixture.Condition(s, v1alpha1.ConditionComplete) == "True"
+			})
+			var got []string
+			for _, p := range f.Pods() {
+				if fixture.Image(&p, "exporter") == "exporter:v2" {
+					got = append(got, p.Name)
+				}
+			}
+			if !slices.Equal(got, tc.updated) {
+				t.Errorf("pods on the new image: %v, want %v\n%s", got, tc.updated, f.Describe())
+			}
+		})
+	}
 }

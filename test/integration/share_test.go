@@ -21,8 +21,12 @@ import (
 func TestShareVolumesAndTransferEnv(t *testing.T) {
 	const pods = 2
 	f := newFixture(t)
+	b, err := examples.SidecarSets.ReadFile("sidecarsets/share-volumes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	set := &v1alpha1.SidecarSet{}
-	if err := yaml.UnmarshalStrict(examples.ShareVolumes, set); err != nil {
+	if err := yaml.UnmarshalStrict(b, set); err != nil {
 		t.Fatalf("decode the example: %v", err)
 	}
 	set.Name = f.Set

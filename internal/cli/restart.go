@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -33,25 +35,32 @@ import (
 // template to roll a workload's pods.
 const AnnotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
 
-// NewCmdRestartUnmanaged returns `restart-unmanaged NAME`.
-func NewCmdRestartUnmanaged(o *Options) *cobra.Command {
-	opts := RestartOptions{Timeout: 5 * time.Minute}
-	cmd := &cobra.Command{
-		Use:   "restart-unmanaged NAME [--dry-run]",
-		Short: "Rolling-restart the workloads of pods that match a SidecarSet but lack its sidecars",
-		Long: `Find the pods the SidecarSet's selectors match that carry no record of it
-(status.unmanagedPods: created before the SidecarSet, or while the webhook was
-down), and restart their Deployments, StatefulSets and DaemonSets so the new
-pods get the sidecars. Owners are restarted one at a time, as
-kubectl rollout restart does (the kubectl.kubernetes.io/restartedAt annotation
-on the pod template), and each rollout must finish before the next starts.
+// restartLong is the help both restart verbs share.
+const restartLong = `Recreate, through their workloads, the pods of a SidecarSet that its
+controller cannot bring to the latest revision in place, so that the new pods
+get it at injection. Which pods:
+
+  --not-upgradable  (the default) pods that carry the SidecarSet's record but
+                    differ from its latest revision in more than images
+                    (status.notUpgradablePods: an env, a port, a volume...)
+  --unmanaged       pods the selectors match that carry no record of it
+                    (status.unmanagedPods: created before the SidecarSet, or
+                    while the webhook was down)
+  --skipped         pods the webhook skipped the SidecarSet for
+                    (status.skippedPods: a name clash, a volume the pod
+                    lacks...), once the cause is fixed
+
+The flags combine. Their Deployments, StatefulSets and DaemonSets are
+restarted one at a time, as kubectl rollout restart does (the
+kubectl.kubernetes.io/restartedAt annotation on the pod template), and each
+rollout must finish before the next starts.
 
 Before anything is restarted, each workload is checked; --dry-run lists what
 these checks leave, which is exactly what a real run restarts:
 
-  - not touched: pods without an owner, with another kind of owner (Job, a
-    ReplicaSet without a Deployment, ...), opted out with
-    sidecarset.dev/inject: "false"; StatefulSets and DaemonSets with
+  - not touched: pods without an owner (listed, never deleted), with another
+    kind of owner (Job, a ReplicaSet without a Deployment, ...), opted out
+    with sidecarset.dev/inject: "false"; StatefulSets and DaemonSets with
     updateStrategy OnDelete and paused Deployments, whose pods a restart
     would not replace.
   - refused: a server-side dry-run create of a pod of the workload's
@@ -63,14 +72,56 @@ these checks leave, which is exactly what a real run restarts:
     once (its maxUnavailable) than a PodDisruptionBudget over its pods ever
     allows; the numbers are shown.
 
+New pods get the latest revision whatever the rollout's pace says, so
+--not-upgradable refuses to run while updateStrategy holds pods back
+(paused, type NotUpdate, or a partition above 0): recreating pods would move
+them past what the operator allowed.
+
 Before each restart, every such budget must allow as many disruptions as the
 rollout takes at once (status.disruptionsAllowed); that is waited for up to
---timeout. Pods the webhook skipped the SidecarSet for (status.skippedPods) are
-not unmanaged and are left alone. A workload deleted during the run is
-skipped; a rollout not finished within --timeout stops the run, and is
-reported as restarted but not finished. A call that fails transiently is
-retried with back-off. Refused workloads make the run exit 1 after the others
-are restarted.`,
+--timeout. After each rollout the workload's new pods are read back: a pod
+still without the record, or still not upgradable, is warned about. A
+workload deleted during the run is skipped; a rollout not finished within
+--timeout stops the run, and is reported as restarted but not finished. A
+call that fails transiently is retried with back-off. On a terminal a bar
+counts the workloads done. Refused workloads make the run exit 1 after the
+others are restarted.`
+
+// NewCmdRestart returns `restart NAME`.
+func NewCmdRestart(o *Options) *cobra.Command {
+	opts := RestartOptions{Timeout: 5 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "restart NAME [--not-upgradable] [--unmanaged] [--skipped] [--dry-run]",
+		Short: "Rolling-restart the workloads of pods that cannot take a SidecarSet's latest revision in place",
+		Long:  restartLong,
+		Example: `  # Which workloads hold pods that need a recreate for the latest revision?
+  kubectl sidecarset restart mysql-exporter --dry-run
+
+  # Recreate those, and the pods made without the sidecars, 10 minutes per rollout
+  kubectl sidecarset restart mysql-exporter --not-upgradable --unmanaged --timeout 10m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !opts.Which.NotUpgradable && !opts.Which.Unmanaged && !opts.Which.Skipped {
+				opts.Which.NotUpgradable = true
+			}
+			return runRestart(cmd, o, args[0], opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Which.NotUpgradable, "not-upgradable", false, "Recreate the pods that differ from the latest revision in more than images (the default when no kind is named)")
+	cmd.Flags().BoolVar(&opts.Which.Unmanaged, "unmanaged", false, "Recreate the pods the selectors match that carry no record of the SidecarSet")
+	cmd.Flags().BoolVar(&opts.Which.Skipped, "skipped", false, "Recreate the pods the webhook skipped the SidecarSet for")
+	restartFlags(cmd, &opts)
+	return cmd
+}
+
+// NewCmdRestartUnmanaged returns `restart-unmanaged NAME`, which is
+// `restart NAME --unmanaged`.
+func NewCmdRestartUnmanaged(o *Options) *cobra.Command {
+	opts := RestartOptions{Timeout: 5 * time.Minute, Which: Which{Unmanaged: true}}
+	cmd := &cobra.Command{
+		Use:   "restart-unmanaged NAME [--dry-run]",
+		Short: "Rolling-restart the workloads of pods that match a SidecarSet but lack its sidecars (restart --unmanaged)",
+		Long:  "The same as `restart NAME --unmanaged`.\n\n" + restartLong,
 		Example: `  # What would be restarted?
   kubectl sidecarset restart-unmanaged mysql-exporter --dry-run
 
@@ -78,34 +129,58 @@ are restarted.`,
   kubectl sidecarset restart-unmanaged mysql-exporter --timeout 10m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.Timeout <= 0 {
-				return usageErrorf("--timeout %s: must be positive", opts.Timeout)
-			}
-			c, err := o.RetryingClient()
-			if err != nil {
-				return err
-			}
-			opts.Name = args[0]
-			opts.ManagerNamespace = o.ManagerNamespace
-			opts.Interval = o.PollInterval
-			return RestartUnmanaged(cmd.Context(), c, o.Out, opts)
+			return runRestart(cmd, o, args[0], opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "Only list the unmanaged pods and the workloads a real run would restart")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "How long to wait for PodDisruptionBudgets to allow the restart, and for each rollout")
+	restartFlags(cmd, &opts)
 	return cmd
 }
 
-// RestartOptions say what RestartUnmanaged restarts and how long it waits.
+func restartFlags(cmd *cobra.Command, opts *RestartOptions) {
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "Only list the pods and the workloads a real run would restart")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "How long to wait for PodDisruptionBudgets to allow the restart, and for each rollout")
+}
+
+func runRestart(cmd *cobra.Command, o *Options, name string, opts RestartOptions) error {
+	if opts.Timeout <= 0 {
+		return usageErrorf("--timeout %s: must be positive", opts.Timeout)
+	}
+	c, err := o.RetryingClient()
+	if err != nil {
+		return err
+	}
+	opts.Name = name
+	opts.ManagerNamespace = o.ManagerNamespace
+	opts.Interval = o.PollInterval
+	opts.Terminal = o.IsTerminal(o.Out)
+	return Restart(cmd.Context(), c, o.Out, opts)
+}
+
+// Which says which of a SidecarSet's pods Restart recreates.
+type Which struct {
+	NotUpgradable, Unmanaged, Skipped bool
+}
+
+// RestartOptions say what Restart restarts and how long it waits.
 type RestartOptions struct {
 	Name             string
+	Which            Which
 	DryRun           bool
 	ManagerNamespace string
 	Timeout          time.Duration
 	Interval         time.Duration
+	// Terminal draws a bar of the workloads done below the run's lines.
+	Terminal bool
 }
 
-// owner is a workload whose pods lack the SidecarSet, or why a pod has none
+// Kinds of pods Restart recreates, as its output names them.
+const (
+	kindNotUpgradable = "not-upgradable"
+	kindUnmanaged     = "unmanaged"
+	kindSkipped       = "skipped"
+)
+
+// owner is a workload whose pods Restart recreates, or why a pod has none
 // that can be restarted.
 type owner struct {
 	kind, namespace, name string
@@ -123,13 +198,13 @@ func (w owner) String() string {
 	return w.kind + " " + w.namespace + "/" + w.name
 }
 
-// ErrRefused is wrapped by RestartUnmanaged's error when it refused to
-// restart a workload.
+// ErrRefused is wrapped by Restart's error when it refused to restart a
+// workload.
 var ErrRefused = errors.New("refused to restart")
 
-// RestartUnmanaged restarts the owners of the SidecarSet's unmanaged pods;
-// see NewCmdRestartUnmanaged.
-func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts RestartOptions) error {
+// Restart restarts the owners of the SidecarSet's pods that opts.Which
+// names; see NewCmdRestart.
+func Restart(ctx context.Context, c client.Client, out io.Writer, opts RestartOptions) error {
 	set, err := getSet(ctx, c, opts.Name)
 	if err != nil {
 		return err
@@ -137,16 +212,18 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 	if set.Spec.InjectionStrategy.Paused {
 		return fmt.Errorf("%s: %w: spec.injectionStrategy.paused is true: restarted pods would not get the sidecars either", opts.Name, ErrPaused)
 	}
-	owners, err := unmanagedOwners(ctx, c, set, opts.ManagerNamespace)
+	if opts.Which.NotUpgradable {
+		if err := heldBack(set); err != nil {
+			return err
+		}
+	}
+	owners, counts, err := restartOwners(ctx, c, set, opts)
 	if err != nil {
 		return err
 	}
-	count := 0
-	for _, w := range owners {
-		count += len(w.pods)
-	}
-	if count == 0 {
-		_, err := fmt.Fprintf(out, "%s: no unmanaged pods\n", opts.Name)
+	kinds := counts.kinds()
+	if counts.total() == 0 {
+		_, err := fmt.Fprintf(out, "%s: no %s pods\n", opts.Name, strings.Join(kinds, " or "))
 		return err
 	}
 	for i := range owners {
@@ -155,7 +232,7 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 		}
 	}
 	var pending, refused []owner
-	fmt.Fprintf(out, "%s: %d unmanaged %s:\n", opts.Name, count, plural(count, "pod", "pods"))
+	fmt.Fprintf(out, "%s: %s:\n", opts.Name, counts)
 	for _, w := range owners {
 		what := "to restart"
 		switch {
@@ -173,10 +250,16 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 		_, err := fmt.Fprintf(out, "dry run: would restart %d %s, one at a time%s\n", len(pending), plural(len(pending), "workload", "workloads"), names(pending, ": "))
 		return err
 	}
+	lines, bar := out, newWorkloadBar(ctx, out, opts.Terminal, len(pending))
+	if bar != nil {
+		lines = bar.p
+	}
 	restarted := 0
 	for i, w := range pending {
-		res, err := restart(ctx, c, out, set, w, opts)
+		res, err := restart(ctx, c, lines, set, w, opts)
+		bar.done(i + 1)
 		if err != nil {
+			bar.stop()
 			return fmt.Errorf("%w%s", err, names(pending[i+1:], "; not restarted: "))
 		}
 		switch res.refuse {
@@ -185,16 +268,72 @@ func RestartUnmanaged(ctx context.Context, c client.Client, out io.Writer, opts 
 				restarted++
 			}
 		default:
-			fmt.Fprintf(out, "%s: refused: %s\n", w, res.refuse)
+			fmt.Fprintf(lines, "%s: refused: %s\n", w, res.refuse)
 			w.refuse = res.refuse
 			refused = append(refused, w)
 		}
 	}
+	bar.stop()
 	fmt.Fprintf(out, "%s: restarted %d %s\n", opts.Name, restarted, plural(restarted, "workload", "workloads"))
 	if len(refused) > 0 {
 		return fmt.Errorf("%s: %w %d %s%s (reasons above)", opts.Name, ErrRefused, len(refused), plural(len(refused), "workload", "workloads"), names(refused, ": "))
 	}
 	return nil
+}
+
+// heldBack refuses to recreate not-upgradable pods while the set's update
+// strategy keeps pods from the latest revision: new pods get it at
+// injection, past any pause or partition.
+func heldBack(set *v1alpha1.SidecarSet) error {
+	us := set.Spec.UpdateStrategy
+	switch {
+	case us.Type == v1alpha1.NotUpdateStrategy:
+		return fmt.Errorf("%s: %w: updateStrategy.type is NotUpdate: recreated pods would take the latest revision, which running pods are not to get", set.Name, ErrPaused)
+	case us.Paused:
+		return fmt.Errorf("%s: %w: updateStrategy.paused is true: recreated pods would take the latest revision the rollout holds back", set.Name, ErrPaused)
+	}
+	if us.Partition != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(us.Partition, 100, true)
+		if err != nil || n > 0 {
+			return fmt.Errorf("%s: %w: updateStrategy.partition %s keeps pods on older revisions, and recreated pods would take the latest; set it to 0 first (--unmanaged and --skipped do not look at it)",
+				set.Name, ErrRefused, us.Partition.String())
+		}
+	}
+	return nil
+}
+
+// kindCounts counts the pods Restart found, by kind.
+type kindCounts struct {
+	which                             Which
+	notUpgradable, unmanaged, skipped int
+}
+
+func (k kindCounts) total() int { return k.notUpgradable + k.unmanaged + k.skipped }
+
+// kinds names the kinds asked for.
+func (k kindCounts) kinds() []string {
+	var out []string
+	if k.which.NotUpgradable {
+		out = append(out, kindNotUpgradable)
+	}
+	if k.which.Unmanaged {
+		out = append(out, kindUnmanaged)
+	}
+	if k.which.Skipped {
+		out = append(out, kindSkipped)
+	}
+	return out
+}
+
+// String spells the counts of the kinds asked for, e.g.
+// "2 not-upgradable pods, 1 unmanaged pod".
+func (k kindCounts) String() string {
+	n := map[string]int{kindNotUpgradable: k.notUpgradable, kindUnmanaged: k.unmanaged, kindSkipped: k.skipped}
+	var parts []string
+	for _, kind := range k.kinds() {
+		parts = append(parts, fmt.Sprintf("%d %s %s", n[kind], kind, plural(n[kind], "pod", "pods")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // names lists the workloads after prefix, or nothing when there are none.
@@ -216,46 +355,44 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// unmanagedOwners finds the set's unmanaged pods, reading metadata only,
-// and groups them by the workload to restart, sorted.
-func unmanagedOwners(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, managerNamespace string) ([]owner, error) {
-	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil || set.Spec.Selector == nil {
-		return nil, fmt.Errorf("%s: spec.selector: %w", set.Name, cmp.Or(err, errors.New("not set")))
-	}
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := c.List(ctx, pods, client.MatchingLabelsSelector{Selector: selector},
-		client.MatchingFieldsSelector{Selector: rollout.NotFinished}); err != nil {
-		return nil, fmt.Errorf("list pods matching %s: %w", selector, err)
-	}
-	namespaces := namespaceCache{c: c}
+// restartOwners finds the set's pods of the kinds opts.Which names, and
+// groups them by the workload to restart, sorted. Unmanaged and skipped pods
+// are found reading metadata only; not-upgradable ones are classified as
+// the controller does, from whole pods.
+func restartOwners(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, opts RestartOptions) ([]owner, kindCounts, error) {
+	counts := kindCounts{which: opts.Which}
 	byKey := map[string]*owner{}
-	for i := range pods.Items {
-		m := &pods.Items[i]
-		ns, err := namespaces.get(ctx, m.Namespace)
-		if err != nil {
-			return nil, err
-		}
-		var w owner
-		switch rollout.MemberOf(&corev1.Pod{ObjectMeta: m.ObjectMeta}, set, ns, inject.Options{ManagerNamespace: managerNamespace}).Membership {
-		case rollout.Unmanaged, rollout.Corrupt:
-			if w, err = ownerOf(ctx, c, m); err != nil {
-				return nil, err
-			}
-		case rollout.OptedOut:
-			w = owner{namespace: m.Namespace, skip: fmt.Sprintf("opted out (%s: \"false\")", v1alpha1.AnnotationInject)}
-		default:
-			continue
-		}
+	add := func(w owner, pod string) {
 		key := w.kind + "/" + w.namespace + "/" + w.name
 		if w.kind == "" {
-			key += "/" + m.Name // ownerless pods stay one per line
+			key += "/" + pod // ownerless pods stay one per line
 		}
 		if byKey[key] == nil {
 			byKey[key] = &w
 		}
-		byKey[key].pods = append(byKey[key].pods, m.Name)
+		byKey[key].pods = append(byKey[key].pods, pod)
+	}
+	if opts.Which.Unmanaged || opts.Which.Skipped {
+		if err := unmanagedPods(ctx, c, set, opts, &counts, add); err != nil {
+			return nil, counts, err
+		}
+	}
+	if opts.Which.NotUpgradable {
+		pods, err := setPods(ctx, c, set, "", opts.ManagerNamespace)
+		if err != nil {
+			return nil, counts, err
+		}
+		for _, p := range pods {
+			if p.Upgradable {
+				continue
+			}
+			counts.notUpgradable++
+			w, err := ownerOf(ctx, c, &metav1.PartialObjectMetadata{ObjectMeta: p.pod.ObjectMeta})
+			if err != nil {
+				return nil, counts, err
+			}
+			add(w, p.pod.Name)
+		}
 	}
 	out := make([]owner, 0, len(byKey))
 	for _, w := range byKey {
@@ -266,7 +403,58 @@ func unmanagedOwners(ctx context.Context, c client.Reader, set *v1alpha1.Sidecar
 		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.kind, b.kind), cmp.Compare(a.name, b.name),
 			cmp.Compare(a.pods[0], b.pods[0]))
 	})
-	return out, nil
+	return out, counts, nil
+}
+
+// unmanagedPods passes to add the set's unmanaged or skipped pods, as
+// opts.Which asks, with their owners, reading metadata only. Pods opted
+// out are passed as not touched, with the unmanaged ones.
+func unmanagedPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, opts RestartOptions, counts *kindCounts, add func(owner, string)) error {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || set.Spec.Selector == nil {
+		return fmt.Errorf("%s: spec.selector: %w", set.Name, cmp.Or(err, errors.New("not set")))
+	}
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := c.List(ctx, pods, client.MatchingLabelsSelector{Selector: selector},
+		client.MatchingFieldsSelector{Selector: rollout.NotFinished}); err != nil {
+		return fmt.Errorf("list pods matching %s: %w", selector, err)
+	}
+	namespaces := namespaceCache{c: c}
+	for i := range pods.Items {
+		m := &pods.Items[i]
+		ns, err := namespaces.get(ctx, m.Namespace)
+		if err != nil {
+			return err
+		}
+		var w owner
+		switch rollout.MemberOf(&corev1.Pod{ObjectMeta: m.ObjectMeta}, set, ns, inject.Options{ManagerNamespace: opts.ManagerNamespace}).Membership {
+		case rollout.Unmanaged, rollout.Corrupt:
+			if !opts.Which.Unmanaged {
+				continue
+			}
+			counts.unmanaged++
+		case rollout.Skipped:
+			if !opts.Which.Skipped {
+				continue
+			}
+			counts.skipped++
+		case rollout.OptedOut:
+			if !opts.Which.Unmanaged {
+				continue
+			}
+			counts.unmanaged++
+			add(owner{namespace: m.Namespace, skip: fmt.Sprintf("opted out (%s: \"false\")", v1alpha1.AnnotationInject)}, m.Name)
+			continue
+		default:
+			continue
+		}
+		if w, err = ownerOf(ctx, c, m); err != nil {
+			return err
+		}
+		add(w, m.Name)
+	}
+	return nil
 }
 
 // ownerOf resolves the workload that recreates pod m: a Deployment through
@@ -292,7 +480,7 @@ func ownerOf(ctx context.Context, c client.Reader, m *metav1.PartialObjectMetada
 		return owner{kind: "ReplicaSet", namespace: m.Namespace, name: ref.Name, skip: "a ReplicaSet without a Deployment cannot be restarted; delete its pods"}, nil
 	}
 	return owner{kind: ref.Kind, namespace: m.Namespace, name: ref.Name,
-		skip: fmt.Sprintf("owned by a %s, which restart-unmanaged does not restart", ref.Kind)}, nil
+		skip: fmt.Sprintf("owned by a %s, which restart does not restart", ref.Kind)}, nil
 }
 
 func newWorkload(kind string) (client.Object, error) {
@@ -487,7 +675,7 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 			return restarted{}, fmt.Errorf("%s: restarted, rollout not followed to its end: %w", w, err)
 		}
 	}
-	return restarted{restarted: true}, reportStillUnmanaged(ctx, c, out, set, w, selector)
+	return restarted{restarted: true}, reportPods(ctx, c, out, set, w, selector, opts.Which)
 }
 
 // cannotRestart says why a restart annotation would not roll obj's pods.
@@ -766,32 +954,88 @@ func ptrOr(p *int32, def int32) int32 {
 	return *p
 }
 
-// reportStillUnmanaged says whether the workload's pods now carry the
-// set's record: if not, the webhook is not injecting them.
-func reportStillUnmanaged(ctx context.Context, c client.Reader, out io.Writer, set *v1alpha1.SidecarSet, w owner, selector labels.Selector) error {
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := c.List(ctx, pods, client.InNamespace(w.namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+// reportPods reads the workload's pods back after its rollout and warns
+// about those still lacking the set's record, and, when not-upgradable pods
+// were recreated, those still not upgradable to the latest revision: the
+// webhook is not injecting them, or injects something else.
+func reportPods(ctx context.Context, c client.Reader, out io.Writer, set *v1alpha1.SidecarSet, w owner, selector labels.Selector, which Which) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(w.namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return fmt.Errorf("list pods of %s: %w", w, err)
 	}
-	var without []string
+	latest := rollout.NewLatest(set)
+	var without, stuck []string
 	n := 0
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}
 		n++
 		// Another set's unreadable entry does not matter here.
 		state, _ := revision.Decode(p.Annotations)
-		if _, ok := state[set.Name]; !ok {
+		rec, ok := state[set.Name]
+		switch {
+		case !ok:
 			without = append(without, p.Name)
+		case which.NotUpgradable && !rollout.Classify(p, rec, latest).Upgradable:
+			stuck = append(stuck, p.Name)
 		}
 	}
 	if len(without) > 0 {
-		_, err := fmt.Fprintf(out, "%s: warning: %d of %d pods still lack SidecarSet %s (%s): is the webhook answering? try `kubectl sidecarset preflight`\n",
+		fmt.Fprintf(out, "%s: warning: %d of %d pods still lack SidecarSet %s (%s): is the webhook answering? try `kubectl sidecarset preflight`\n",
 			w, len(without), n, set.Name, strings.Join(without, ", "))
+	}
+	if len(stuck) > 0 {
+		fmt.Fprintf(out, "%s: warning: %d of %d pods still cannot take revision %s in place (%s): has the SidecarSet changed since? see `kubectl sidecarset pods %s`\n",
+			w, len(stuck), n, latest.Name, strings.Join(stuck, ", "), set.Name)
+	}
+	if len(without)+len(stuck) > 0 {
+		return nil
+	}
+	if which.NotUpgradable {
+		_, err := fmt.Fprintf(out, "%s: all %d pods carry SidecarSet %s, upgradable in place to revision %s\n", w, n, set.Name, latest.Name)
 		return err
 	}
 	_, err := fmt.Fprintf(out, "%s: all %d pods carry SidecarSet %s\n", w, n, set.Name)
 	return err
+}
+
+// workloadBar counts, on a terminal, the workloads a run is done with,
+// below the run's lines, which go through p. A nil workloadBar draws
+// nothing.
+type workloadBar struct {
+	p   *mpb.Progress
+	bar *mpb.Bar
+}
+
+func newWorkloadBar(ctx context.Context, out io.Writer, terminal bool, total int) *workloadBar {
+	if !terminal || total == 0 {
+		return nil
+	}
+	// As newBarRenderer: out may be a wrapper mpb cannot see through.
+	p := mpb.NewWithContext(ctx, mpb.WithOutput(out), mpb.ForceTTY(), mpb.WithAutoRefresh(), mpb.WithWidth(lineWidth))
+	bar := p.New(int64(total), mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding("-").Rbound("]"),
+		mpb.BarWidth(barWidth),
+		mpb.PrependDecorators(decor.Name("restart", decor.WCSyncSpaceR)),
+		mpb.AppendDecorators(decor.CountersNoUnit(" %d/%d workloads")),
+	)
+	return &workloadBar{p: p, bar: bar}
+}
+
+func (b *workloadBar) done(n int) {
+	if b != nil {
+		b.bar.SetCurrent(int64(n))
+	}
+}
+
+// stop leaves the bar as it is on screen and waits for its last redraw.
+func (b *workloadBar) stop() {
+	if b == nil {
+		return
+	}
+	if !b.bar.Completed() {
+		b.bar.Abort(false)
+	}
+	b.p.Wait()
 }

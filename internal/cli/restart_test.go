@@ -397,3 +397,89 @@ func TestRestartUnmanagedTimeoutAndDeletion(t *testing.T) {
 	mustContain(t, r.out, "Deployment "+f.NS+"/a: deleted during its restart; going on with the others",
 		"Deployment "+f.NS+"/b: all 1 pods carry SidecarSet "+f.Set, f.Set+": restarted 1 workload\n")
 }
+
+// TestRestartNotUpgradable: after a change other than an image, restart
+// (not-upgradable by default) recreates the Deployment's pods so that they
+// take the latest revision at injection, lists the bare pod and never
+// deletes it, refuses while a partition holds pods back, and on a terminal
+// counts the workloads in a bar.
+func TestRestartNotUpgradable(t *testing.T) {
+	f := newFixture(t)
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.Create(f.deployment("web", 2, nil),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Labels: f.Labels}, Spec: f.template(nil).Spec})
+	f.WaitReady(3)
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LEVEL", Value: "debug"}}
+	})
+	f.WaitStatus("3 not-upgradable pods", func(st v1alpha1.SidecarSetStatus) bool { return st.NotUpgradablePods == 3 })
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = partition("1") })
+	r := kubectl(t, false, "restart", f.Set, "--dry-run")
+	if !errors.Is(r.err, cli.ErrRefused) || cli.ExitCode(r.err) != 1 {
+		t.Fatalf("under a partition: error %v (exit %d), want ErrRefused, exit 1", r.err, cli.ExitCode(r.err))
+	}
+	mustContain(t, r.err.Error(), "updateStrategy.partition 1 keeps pods on older revisions")
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = nil })
+
+	dry := ok(t, "restart", f.Set, "--dry-run")
+	mustContain(t, dry.out,
+		f.Set+": 3 not-upgradable pods:",
+		"Deployment "+f.NS+"/web (web-",
+		"pod "+f.NS+"/bare (bare): not touched: no owner",
+		"dry run: would restart 1 workload, one at a time: Deployment "+f.NS+"/web\n")
+	if restarted(t, f, "web") {
+		t.Fatal("--dry-run restarted a workload")
+	}
+
+	r = kubectl(t, true, "restart", f.Set, "--timeout", "60s")
+	if r.err != nil {
+		t.Fatalf("restart: %v\n%s", r.err, r.out)
+	}
+	mustContain(t, r.out,
+		"Deployment "+f.NS+"/web: restarting ("+cli.AnnotationRestartedAt+"=",
+		"Deployment "+f.NS+"/web: all 2 pods carry SidecarSet "+f.Set+", upgradable in place to revision ",
+		"1/1 workloads",
+		f.Set+": restarted 1 workload\n")
+	st := f.WaitStatus("1 not-upgradable pod", func(st v1alpha1.SidecarSetStatus) bool {
+		return st.NotUpgradablePods == 1 && st.MatchedPods == 3
+	})
+	if st.UpdatedPods != 2 {
+		t.Errorf("status: %d updated pods, want the 2 recreated ones", st.UpdatedPods)
+	}
+	bare := &corev1.Pod{}
+	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: f.NS, Name: "bare"}, bare); err != nil || bare.DeletionTimestamp != nil {
+		t.Errorf("the bare pod was deleted: %v", err)
+	}
+}
+
+// TestRestartSkipped: --skipped finds the pods the webhook skipped the set
+// for; while the cause stands (the app declares the sidecar's port), the
+// workload is refused with the webhook's reason, not restarted.
+func TestRestartSkipped(t *testing.T) {
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 0)
+	set.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9104}}
+	f.CreateSet(set)
+	f.Create(f.deployment("clash", 1, func(tmpl *corev1.PodTemplateSpec) {
+		tmpl.Spec.Containers[0].Ports = append(tmpl.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: 9104})
+	}), f.deployment("web", 1, nil))
+	f.WaitReady(2)
+	f.WaitStatus("1 skipped pod", func(st v1alpha1.SidecarSetStatus) bool { return st.SkippedPods == 1 })
+
+	none := ok(t, "restart", f.Set, "--unmanaged")
+	mustContain(t, none.out, f.Set+": no unmanaged pods\n")
+
+	r := kubectl(t, false, "restart", f.Set, "--skipped", "--not-upgradable", "--timeout", "30s")
+	if !errors.Is(r.err, cli.ErrRefused) || cli.ExitCode(r.err) != 1 {
+		t.Fatalf("error %v (exit %d), want ErrRefused, exit 1", r.err, cli.ExitCode(r.err))
+	}
+	mustContain(t, r.out,
+		f.Set+": 0 not-upgradable pods, 1 skipped pod:",
+		"Deployment "+f.NS+"/clash (clash-",
+		"refused: the webhook skips SidecarSet "+f.Set+" for a dry-run pod of its template:",
+		f.Set+": restarted 0 workloads\n")
+	if restarted(t, f, "clash") || restarted(t, f, "web") {
+		t.Error("cluster: a workload was restarted")
+	}
+}
