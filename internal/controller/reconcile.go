@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		byKey[types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}] = p.pod
 	}
 	// Status counts as progress only the writes that landed.
-	plan.Updates = r.apply(ctx, set, plan, byKey)
+	plan.Updates = r.apply(ctx, set, latest.Name, plan, byKey)
 	release()
 	if err := r.markPods(ctx, set, classified, byKey); err != nil {
 		return ctrl.Result{}, err

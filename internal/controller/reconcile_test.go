@@ -34,3 +34,37 @@ func TestPodList(t *testing.T) {
 		})
 	}
 }
+
+func TestStepMessage(t *testing.T) {
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = fmt.Sprintf("shop/db-%04d", i)
+	}
+	// A revision is named after its set, at most 253 bytes, and a hash.
+	longRevision := strings.Repeat("s", 253) + "-5d8c7f9b4"
+	tests := []struct {
+		name     string
+		revision string
+		names    []string
+		want     string
+	}{
+		{"a few", "exporter-5d8c7f", []string{"shop/db-0", "shop/db-1"},
+			"updating 2 pod(s) in place to revision exporter-5d8c7f: shop/db-0, shop/db-1"},
+		{"a thousand", "exporter-5d8c7f", many,
+			"updating 1000 pod(s) in place to revision exporter-5d8c7f: " + strings.Join(many[:43], ", ") + " and 957 more"},
+		{"a thousand, the longest revision name", longRevision, many,
+			"updating 1000 pod(s) in place to revision " + longRevision + ": " + strings.Join(many[:43], ", ") + " and 957 more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := stepMessage(tt.revision, tt.names)
+			if got != tt.want {
+				t.Errorf("stepMessage = %q\nwant %q", got, tt.want)
+			}
+			// The apiserver refuses an event message over 1 KiB.
+			if len(got) > 1024 {
+				t.Errorf("stepMessage is %d bytes, over an event message's 1024", len(got))
+			}
+		})
+	}
+}

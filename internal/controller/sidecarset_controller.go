@@ -38,7 +38,6 @@ import (
 
 // Event reasons.
 const (
-	ReasonSidecarUpdated      = "SidecarUpdated"
 	ReasonSidecarUpdateFailed = "SidecarUpdateFailed"
 	ReasonDriftReverted       = "DriftReverted"
 	ReasonDrifted             = "SidecarDrifted"

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -24,7 +25,7 @@ import (
 // that landed, in plan order. The plan already decided that all of them may
 // go now; writing them one after another would only make a wide rollout
 // (maxUnavailable 100%) wait on round trips.
-func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan rollout.Plan, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
+func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest string, plan rollout.Plan, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
 	landed := make([]bool, len(plan.Updates))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, concurrentPodWrites)
@@ -38,17 +39,25 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, plan r
 	wg.Wait()
 	var written []rollout.PodUpdate
 	var names []string
+	var first *corev1.Pod
 	for i, u := range plan.Updates {
 		if landed[i] {
 			written = append(written, u)
-			if !u.RecordOnly() {
+			if u.Action == rollout.ActionUpdate {
 				names = append(names, u.Pod.String())
+				first = cmp.Or(first, pods[u.Pod])
 			}
 		}
 	}
 	if len(names) > 0 {
-		r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
-			"updating %d pod(s) in place: %s", len(names), podList(names))
+		// The related object is the step's first pod. The events library
+		// folds an event into an earlier one alike in object, reason,
+		// action and related, keeping the earlier message only: two steps
+		// between which the set did not change would otherwise tell the
+		// first step's pods twice and the second's never. A pod is updated
+		// once per revision, so no two steps of a rollout share it.
+		r.Recorder.Eventf(set, first, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
+			"%s", stepMessage(latest, names))
 	}
 	r.observeBack(set.Name, pods, written)
 	return written
@@ -80,7 +89,18 @@ func (r *Reconciler) observeBack(setName string, pods map[types.NamespacedName]*
 	}
 }
 
-// applyOne writes one pod update and tells, on the pod, what was written.
+// stepMessage tells what one reconcile's updates wrote: the revision, and
+// the pods by namespace/name, as many as the message holds (podList).
+func stepMessage(revision string, names []string) string {
+	return fmt.Sprintf("updating %d pod(s) in place to revision %s: %s", len(names), revision, podList(names))
+}
+
+// applyOne writes one pod update. A failed write is told on the pod; an
+// update that landed is told only in the set's RolloutStep event (apply):
+// the events library sends each event in a request of its own, all at once,
+// so an event per pod would queue, in a step over a thousand pods, a
+// thousand event writes ahead of the pod writes that follow. A drift
+// revert, one per hand edit, is still told on the pod.
 func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, u rollout.PodUpdate) bool {
 	log := ctrl.LoggerFrom(ctx)
 	if err := r.writePod(ctx, set, pod, u); err != nil {
@@ -95,19 +115,13 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 			"update sidecars of %s: %v", set.Name, err)
 		return false
 	}
-	images := make([]string, len(u.Containers))
-	for i, c := range u.Containers {
-		images[i] = c.Name + "=" + c.Image
-	}
-	switch u.Action {
-	case rollout.ActionSettle, rollout.ActionRecordDisruption:
-		// Bookkeeping: nothing in the pod changed.
-	case rollout.ActionRevertDrift:
+	if u.Action == rollout.ActionRevertDrift {
+		images := make([]string, len(u.Containers))
+		for i, c := range u.Containers {
+			images[i] = c.Name + "=" + c.Image
+		}
 		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",
 			"SidecarSet %s wrote back %s", set.Name, strings.Join(images, ", "))
-	default:
-		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonSidecarUpdated, "Update",
-			"SidecarSet %s revision %s: %s", set.Name, u.State.Revision, strings.Join(images, ", "))
 	}
 	return true
 }

@@ -132,15 +132,22 @@ func Start(opts Options) (_ *Env, err error) {
 		env.WebhookInstallOptions = *opts.Webhooks
 	}
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceIPRange)
+	// On SIGTERM the apiserver ends its watches within this grace period;
+	// without one it waits for the watchers (kube-controller-manager's,
+	// the manager's) to go, which they never do, until it is killed 20s
+	// later (StopAPIServer, Stop).
+	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	for name, value := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
-	// Made before the control plane: it may hold the apiserver's
-	// certificates.
+	// Made before the control plane: it holds the apiserver's
+	// certificates, which outlive the apiserver's process so that
+	// RestartAPIServer brings back one its clients still trust.
 	dir, err := os.MkdirTemp("", dirPattern)
 	if err != nil {
 		return nil, err
 	}
+	env.ControlPlane.GetAPIServer().CertDir = dir
 	if opts.ServingAddress != "" {
 		if err := serveOn(env, opts.ServingAddress, dir); err != nil {
 			return nil, errors.Join(err, os.RemoveAll(dir))
@@ -269,6 +276,27 @@ func (e *Env) StopControllerManager() {
 		<-e.kcmExited
 	}
 	e.kcm = nil
+}
+
+// StopAPIServer stops kube-apiserver, as a control-plane node's restart
+// or upgrade does, and waits until it is gone; etcd and everything else
+// keep running. StartAPIServer starts it again.
+func (e *Env) StopAPIServer() error {
+	if err := e.env.ControlPlane.GetAPIServer().Stop(); err != nil {
+		return fmt.Errorf("stop kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same address and port, with the same certificates and client CA, and
+// returns once it is healthy: every client, kubeconfig and webhook
+// configuration made before reaches it as it did.
+func (e *Env) StartAPIServer() error {
+	if err := e.env.ControlPlane.GetAPIServer().Start(); err != nil {
+		return fmt.Errorf("start kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // Stop stops every process Start started, the controller manager first, and

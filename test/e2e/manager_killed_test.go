@@ -148,7 +148,7 @@ func TestManagerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := f.PodEvents(controller.ReasonSidecarUpdated)
+	steps := f.SetEventPods(controller.ReasonRolloutStep)
 	for i, p := range after {
 		was := fixture.ContainerStatus(&before[i], "exporter")
 		now := fixture.ContainerStatus(&p, "exporter")
@@ -186,12 +186,12 @@ func TestManagerKilled(t *testing.T) {
 			t.Errorf("pod %s: exporter holds version %q, want %q", p.Name, out, wantVersion)
 		}
 		// A killed process may not have sent its event.
-		if n := events[p.Name]; n > wantEvents {
-			t.Errorf("pod %s has %d %s event(s), want at most %d", p.Name, n, controller.ReasonSidecarUpdated, wantEvents)
+		if n := steps[p.Name]; n > wantEvents {
+			t.Errorf("pod %s is named in %d %s event(s), want at most %d", p.Name, n, controller.ReasonRolloutStep, wantEvents)
 		}
 	}
 	if t.Failed() {
-		t.Logf("%s events per pod: %v", controller.ReasonSidecarUpdated, events)
+		t.Logf("%s events per pod: %v", controller.ReasonRolloutStep, steps)
 	}
 	f.AssertAppsUntouched(apps)
 }

@@ -214,6 +214,11 @@ func waitWritten(t *testing.T, f *fixture.F, log *podLog, n int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for log.writtenPods() < n {
+		select {
+		case <-log.done:
+			t.Fatalf("wait for %d pods written: the pod watch ended at %d: %v", n, log.writtenPods(), log.problem)
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("wait for %d pods written: %d after 2m\n%s", n, log.writtenPods(), f.Describe())
 		}

@@ -5,7 +5,6 @@
 package faults
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -27,33 +26,16 @@ import (
 var cluster *fixture.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	testenv.SetLogger()
-	var err error
-	cluster, err = fixture.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
+	os.Exit(testenv.RunSuite(m, &cluster, fixture.Start, func(code int) int {
+		if code != 0 {
+			return code
+		}
 		if err := results.write(); err != nil {
 			fmt.Fprintln(os.Stderr, "write the figures:", err)
-			code = 1
+			return 1
 		}
-	}
-	if err := testenv.RemoveManagerBinary(); err != nil {
-		fmt.Fprintln(os.Stderr, "remove the manager's binary:", err)
-		code = 1
-	}
-	if err := cluster.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop:", err)
-		return 1
-	}
-	return code
+		return 0
+	}))
 }
 
 // SeedEnv names the environment variable that fixes the seed of the

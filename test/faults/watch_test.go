@@ -6,11 +6,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -41,12 +44,14 @@ type podLog struct {
 	images, revisions map[string][]string
 	// generations is each pod's latest metadata.generation.
 	generations map[string]int64
-	// events counts the versions seen.
-	events  int
-	problem error
+	// events counts the versions seen; relists the times the watch
+	// started again from a list (follow).
+	events, relists int
+	problem         error
 
-	w    *watchtools.RetryWatcher
-	done chan struct{}
+	pods   typedcorev1.PodInterface
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // watchPods starts following the fixture's pods from their current
@@ -57,44 +62,98 @@ func watchPods(t *testing.T, f *fixture.F, image string) *podLog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := cs.CoreV1().Pods(f.NS).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
 	l := &podLog{
 		set: f.Set, image: image,
 		notReady: map[string]bool{}, written: map[string]bool{},
 		images: map[string][]string{}, revisions: map[string][]string{},
 		generations: map[string]int64{},
+		pods:        cs.CoreV1().Pods(f.NS),
+		cancel:      cancel,
 		done:        make(chan struct{}),
+	}
+	rv, err := l.list(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go l.follow(ctx, rv)
+	t.Cleanup(func() {
+		cancel()
+		<-l.done
+	})
+	return l
+}
+
+// list observes every pod as it is now, and returns the list's version.
+func (l *podLog) list(ctx context.Context) (string, error) {
+	list, err := l.pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("list pods: %w", err)
 	}
 	for i := range list.Items {
 		l.observe(&list.Items[i])
 	}
-	// A retrying watch: the apiserver may end a watch at any time, or
-	// refuse one from a version its watch cache has not reached.
+	return list.ResourceVersion, nil
+}
+
+// follow watches the pods from version rv on until ctx is done. The
+// watch retries: the apiserver may end a watch at any time, or refuse one
+// from a version its watch cache has not reached. A restarted apiserver
+// may refuse to resume from the last version seen at all (410 Gone: its
+// watch cache starts where it started); then the pods are listed again
+// and watched from there, each seen in its latest version, and relists
+// counts it.
+func (l *podLog) follow(ctx context.Context, rv string) {
+	defer close(l.done)
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return cs.CoreV1().Pods(f.NS).Watch(ctx, opts)
+		return l.pods.Watch(ctx, opts)
 	}}
-	l.w, err = watchtools.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, lw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(l.done)
-		for ev := range l.w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				l.mu.Lock()
-				l.problem = fmt.Errorf("pod watch: event %s carries %T %+v", ev.Type, ev.Object, ev.Object)
-				l.mu.Unlock()
+	for {
+		w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
+		if err != nil {
+			l.fail(fmt.Errorf("pod watch: %w", err))
+			return
+		}
+		gone := l.drain(w)
+		w.Stop()
+		if !gone || ctx.Err() != nil {
+			return
+		}
+		for rv, err = l.list(ctx); err != nil; rv, err = l.list(ctx) {
+			if ctx.Err() != nil {
 				return
 			}
-			l.observe(p)
+			time.Sleep(200 * time.Millisecond)
 		}
-	}()
-	t.Cleanup(func() { l.w.Stop() })
-	return l
+		l.mu.Lock()
+		l.relists++
+		l.mu.Unlock()
+	}
+}
+
+// drain observes the watch's pods until it ends, and says whether it
+// ended because its version is gone; any other end but ctx's is a
+// problem.
+func (l *podLog) drain(w *watchtools.RetryWatcher) bool {
+	for ev := range w.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok {
+			l.observe(p)
+			continue
+		}
+		if err := apierrors.FromObject(ev.Object); ev.Type == watch.Error && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
+			return true
+		}
+		l.fail(fmt.Errorf("pod watch: event %s carries %T %+v", ev.Type, ev.Object, ev.Object))
+		return false
+	}
+	return false
+}
+
+func (l *podLog) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.problem = err
 }
 
 func (l *podLog) observe(p *corev1.Pod) {
@@ -150,7 +209,7 @@ func (l *podLog) writtenPods() int {
 // stop ends the watch; a problem it met fails the test.
 func (l *podLog) stop(t *testing.T) {
 	t.Helper()
-	l.w.Stop()
+	l.cancel()
 	<-l.done
 	if l.problem != nil {
 		t.Error(l.problem)
@@ -174,4 +233,18 @@ func (l *podLog) assertOnce(t *testing.T, from string, before map[string]int64) 
 			t.Errorf("pod %s: generation %d → %d, want one spec change", name, before[name], g)
 		}
 	}
+}
+
+// writtenTwice counts the pods whose latest generation is more than one
+// spec change past the one in before.
+func (l *podLog) writtenTwice(before map[string]int64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for name, g := range l.generations {
+		if g > before[name]+1 {
+			n++
+		}
+	}
+	return n
 }

@@ -43,7 +43,7 @@ func TestManagerRestart(t *testing.T) {
 	})
 	ps := f.Pods()
 	updated := fixture.Restarts(ps, "exporter")
-	events := f.PodEvents(controller.ReasonSidecarUpdated)
+	steps := f.SetEventPods(controller.ReasonRolloutStep)
 	for i, p := range ps {
 		want, wantRestarts := "exporter:v1", int32(0)
 		// The partition keeps the last pods by name.
@@ -57,15 +57,15 @@ func TestManagerRestart(t *testing.T) {
 			t.Errorf("pod %s exporter restarted %d time(s), want %d", p.Name, updated[p.Name], wantRestarts)
 		}
 		// The first manager may not have sent its event before it stopped.
-		if n := events[p.Name]; n > int(wantRestarts) {
-			t.Errorf("pod %s has %d %s event(s), want at most %d", p.Name, n, controller.ReasonSidecarUpdated, wantRestarts)
+		if n := steps[p.Name]; n > int(wantRestarts) {
+			t.Errorf("pod %s is named in %d %s event(s), want at most %d", p.Name, n, controller.ReasonRolloutStep, wantRestarts)
 		}
 	}
 	if n := fixture.CountImage(ps, "exporter:v2"); n != target {
 		t.Errorf("%d pods updated, want %d (partition 50%% of %d)\n%s", n, target, pods, f.Describe())
 	}
 	if t.Failed() {
-		t.Logf("%s events per pod: %v", controller.ReasonSidecarUpdated, events)
+		t.Logf("%s events per pod: %v", controller.ReasonRolloutStep, steps)
 	}
 	f.AssertAppsUntouched(before)
 }

@@ -1,17 +1,22 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/controller"
 	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
@@ -208,5 +213,54 @@ func TestUpdateOrder(t *testing.T) {
 				t.Errorf("pods on the new image: %v, want %v\n%s", got, tc.updated, f.Describe())
 			}
 		})
+	}
+}
+
+// TestRolloutStepEvents: a rollout's pod writes are told on the set, one
+// RolloutStep event per reconcile that wrote pods, naming the revision and
+// every pod it updated; each pod is named once, and none of them gets an
+// event of its own from the controller.
+func TestRolloutStepEvents(t *testing.T) {
+	const pods = 6
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 2)
+	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromInt32(2))
+	f.CreateSet(set)
+	f.CreatePods(pods, nil, nil)
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
+	})
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+	st := f.WaitStatus("all updated and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.UpdatedReadyPods == pods && fixture.Condition(s, v1alpha1.ConditionComplete) == "True"
+	})
+	// Events are sent after the writes, on their own.
+	var steps map[string]int
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		steps = f.SetEventPods(controller.ReasonRolloutStep)
+		return len(steps) == pods, nil
+	})
+	if err != nil {
+		t.Fatalf("pods named in %s events: %v, want all %d", controller.ReasonRolloutStep, steps, pods)
+	}
+	for _, p := range f.Pods() {
+		if n := steps[p.Name]; n != 1 {
+			t.Errorf("pod %s is named in %d %s event(s), want 1", p.Name, n, controller.ReasonRolloutStep)
+		}
+	}
+	for _, e := range f.SetEvents(controller.ReasonRolloutStep) {
+		if !strings.Contains(e.Message, "to revision "+st.LatestRevision+": ") {
+			t.Errorf("%s event %q does not name the revision %s", controller.ReasonRolloutStep, e.Message, st.LatestRevision)
+		}
+	}
+	var events corev1.EventList
+	if err := f.Client.List(t.Context(), &events, client.InNamespace(f.NS)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Pod" && e.ReportingController == "sidecarset-controller" {
+			t.Errorf("pod %s has a controller event %s: %s", e.InvolvedObject.Name, e.Reason, e.Message)
+		}
 	}
 }

@@ -24,32 +24,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	testenv.SetLogger()
-	var err error
-	cluster, err = fixture.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env, sys = cluster.Env, cluster.Stack
-	code := m.Run()
-	// TestMetrics runs the manager's binary (fixture.Cluster.ManagerProcess).
-	if err := testenv.RemoveManagerBinary(); err != nil {
-		fmt.Fprintln(os.Stderr, "remove the manager's binary:", err)
-		code = 1
-	}
-	if code != 0 && cluster.Kind == fixture.Real {
-		fmt.Fprintf(os.Stderr, "control plane and node logs:\n%s", cluster.Logs())
-	}
-	if err := cluster.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop:", err)
-		return 1
-	}
-	return code
+	os.Exit(testenv.RunSuite(m, &cluster, func(ctx context.Context) (*fixture.Cluster, error) {
+		c, err := fixture.Start(ctx)
+		if err == nil {
+			env, sys = c.Env, c.Stack
+		}
+		return c, err
+	}, func(code int) int {
+		if code != 0 && cluster.Kind == fixture.Real {
+			fmt.Fprintf(os.Stderr, "control plane and node logs:\n%s", cluster.Logs())
+		}
+		return code
+	}))
 }
 
 // testFixture is the shared fixture with this suite's own helpers.
