@@ -117,6 +117,80 @@ type SidecarContainer struct {
 	// +optional
 	// +kubebuilder:default=BeforeAppContainer
 	PodInjectPolicy PodInjectPolicy `json:"podInjectPolicy,omitempty"`
+
+	// shareVolumePolicy with type enabled gives the sidecar, at injection,
+	// the volumeMounts of the pod's app containers, except those at a path
+	// it already mounts, with the environment their subPathExpr needs.
+	// +optional
+	ShareVolumePolicy *SharePolicy `json:"shareVolumePolicy,omitempty"`
+
+	// shareVolumeDevicePolicy with type enabled gives the sidecar, at
+	// injection, the volumeDevices of the pod's app containers, except those
+	// at a device path it already uses.
+	// +optional
+	ShareVolumeDevicePolicy *SharePolicy `json:"shareVolumeDevicePolicy,omitempty"`
+
+	// transferEnv copies environment variables from one of the pod's app
+	// containers into the sidecar at injection.
+	// +optional
+	// +listType=atomic
+	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
+}
+
+// SharePolicyType says whether a sidecar shares the app containers'
+// volumes.
+// +kubebuilder:validation:Enum=enabled;disabled
+type SharePolicyType string
+
+const (
+	// SharePolicyEnabled shares them.
+	SharePolicyEnabled SharePolicyType = "enabled"
+	// SharePolicyDisabled does not: the sidecar has only what it declares.
+	SharePolicyDisabled SharePolicyType = "disabled"
+)
+
+// SharePolicy says whether a sidecar shares the app containers' volume
+// mounts or devices.
+type SharePolicy struct {
+	// type is enabled or disabled.
+	// +required
+	Type SharePolicyType `json:"type"`
+}
+
+// TransferEnvVar names environment variables of an app container to copy
+// into the sidecar: the container by name or through a field of the pod,
+// one variable or several.
+// +kubebuilder:validation:XValidation:rule="has(self.sourceContainerName) != has(self.sourceContainerNameFrom)",message="exactly one of sourceContainerName and sourceContainerNameFrom must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.envName) != has(self.envNames)",message="exactly one of envName and envNames must be set"
+type TransferEnvVar struct {
+	// sourceContainerName is the app container to copy from.
+	// +optional
+	SourceContainerName string `json:"sourceContainerName,omitempty"`
+
+	// sourceContainerNameFrom takes the app container's name from a field
+	// of the pod.
+	// +optional
+	SourceContainerNameFrom *SourceContainerNameSource `json:"sourceContainerNameFrom,omitempty"`
+
+	// envName is the one variable to copy.
+	// +optional
+	EnvName string `json:"envName,omitempty"`
+
+	// envNames are the variables to copy.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	EnvNames []string `json:"envNames,omitempty"`
+}
+
+// SourceContainerNameSource is where the name of the container to copy
+// environment variables from is read.
+type SourceContainerNameSource struct {
+	// fieldRef selects a field of the pod: metadata.name,
+	// metadata.namespace, metadata.labels['KEY'] or
+	// metadata.annotations['KEY'].
+	// +required
+	FieldRef *corev1.ObjectFieldSelector `json:"fieldRef"`
 }
 
 // InjectionStrategy controls injection into new pods.

@@ -31,12 +31,12 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
-OpenKruise field sidecarset does not support (hot upgrade, shareVolumePolicy,
-transferEnv, resourcesPolicy, patchPodMetadata, injectionStrategy.revision,
-customVersion, ...) is dropped with a
-warning on stderr naming it, and so is a field OpenKruise's API does not
-have; "Note:" lines name dropped values that mean what sidecarset does anyway
-(upgradeType ColdUpgrade, shareVolumePolicy disabled). A percentage partition
+OpenKruise field sidecarset does not support (hot upgrade, resourcesPolicy,
+patchPodMetadata, injectionStrategy.revision, customVersion, ...) is dropped
+with a warning on stderr naming it, and so is a field OpenKruise's API does
+not have; "Note:" lines name dropped values that mean what sidecarset does
+anyway (upgradeType ColdUpgrade, a shareVolumePolicy other than enabled).
+shareVolumePolicy, shareVolumeDevicePolicy and transferEnv carry over. A percentage partition
 that counts differently here gets a warning with the difference. Server-set
 metadata, OpenKruise's hash annotations and status are dropped.
 
@@ -465,9 +465,13 @@ func (c *converter) containers(key string, v any) ([]any, error) {
 			case k == "upgradeStrategy":
 				c.upgradeStrategy(path+".upgradeStrategy", v)
 			case k == "shareVolumePolicy" || k == "shareVolumeDevicePolicy":
-				c.sharePolicy(path+"."+k, v)
+				if p := c.sharePolicy(path+"."+k, v); p != nil {
+					conv[k] = p
+				}
 			case k == "transferEnv":
-				c.drop(path+".transferEnv", "sidecarset does not copy environment variables from the pod's containers, new pods get the declared env only; declare them in env (the pods OpenKruise injected keep their copies and are adopted with them)")
+				if t := c.transferEnv(path+".transferEnv", v); len(t) > 0 {
+					conv[k] = t
+				}
 			case k == "resourcesPolicy":
 				c.drop(path+".resourcesPolicy", "sidecarset does not size sidecars from the pod's containers; declare resources (the pods OpenKruise sized this way differ from the declaration and are not adopted)")
 			default:
@@ -505,18 +509,100 @@ func (c *converter) upgradeStrategy(path string, v any) {
 	}
 }
 
-func (c *converter) sharePolicy(path string, v any) {
+// sharePolicy returns a shareVolumePolicy or shareVolumeDevicePolicy
+// that shares, or nil. OpenKruise shares only for the type "enabled",
+// spelled so; any other type, "Enabled" too, means not sharing, which is
+// what no policy means here.
+func (c *converter) sharePolicy(path string, v any) map[string]any {
 	m, _ := v.(map[string]any)
+	var out map[string]any
 	for _, k := range sortedKeys(m) {
 		switch val, _ := m[k].(string); {
-		case k == "type" && (val == "" || strings.EqualFold(val, "disabled")):
-			c.same(path+".type", "disabled: sidecarset mounts only the volumes a sidecar declares")
+		case k == "type" && val == "enabled":
+			out = map[string]any{"type": val}
+		case k == "type" && (val == "" || val == "disabled"):
+			c.same(path+".type", "disabled: a sidecar without the policy mounts only what it declares")
 		case k == "type":
-			c.drop(path+".type", fmt.Sprintf("%s is not supported: sidecarset mounts only the volumes a sidecar declares; list the app's volumeMounts (and the volumes) in the sidecar (the pods OpenKruise injected keep the shared ones and are adopted with them)", val))
+			c.same(path+".type", fmt.Sprintf("%q is not \"enabled\", so OpenKruise does not share either", val))
 		default:
 			c.unknown(path + "." + k)
 		}
 	}
+	return out
+}
+
+// transferEnv returns the entries of a transferEnv, each naming its source
+// one way and its variables one way, as validation wants. Where OpenKruise
+// allows both it takes the union of envName and envNames, and
+// sourceContainerNameFrom over sourceContainerName; so does the result.
+func (c *converter) transferEnv(path string, v any) []any {
+	var out []any
+	for i, item := range asSlice(v) {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		m, _ := item.(map[string]any)
+		conv := map[string]any{}
+		var names []any
+		for _, k := range sortedKeys(m) {
+			switch val := m[k]; k {
+			case "sourceContainerName":
+				if _, both := m["sourceContainerNameFrom"]; both {
+					c.same(p+".sourceContainerName", "sourceContainerNameFrom is set too, and OpenKruise reads that one")
+					continue
+				}
+				conv[k] = val
+			case "sourceContainerNameFrom":
+				conv[k] = c.containerNameFrom(p+"."+k, val)
+			case "envName":
+				names = append([]any{val}, names...)
+			case "envNames":
+				names = append(names, asSlice(val)...)
+			default:
+				c.unknown(p + "." + k)
+			}
+		}
+		_, one := m["envName"]
+		_, several := m["envNames"]
+		switch {
+		case one && several:
+			c.notes = append(c.notes, fmt.Sprintf("Note: %s: %s: envName and envNames merged into envNames, the variables OpenKruise copies", c.what, p))
+			conv["envNames"] = distinct(names)
+		case one:
+			conv["envName"] = names[0]
+		case several:
+			conv["envNames"] = names
+		}
+		out = append(out, conv)
+	}
+	return out
+}
+
+// distinct returns names without the repeats of a string.
+func distinct(names []any) []any {
+	var out []any
+	seen := map[string]bool{}
+	for _, n := range names {
+		if s, ok := n.(string); ok {
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func (c *converter) containerNameFrom(path string, v any) map[string]any {
+	m, _ := v.(map[string]any)
+	out := map[string]any{}
+	for _, k := range sortedKeys(m) {
+		if k != "fieldRef" {
+			c.unknown(path + "." + k)
+			continue
+		}
+		out[k] = m[k]
+	}
+	return out
 }
 
 func (c *converter) updateStrategy(v any) map[string]any {

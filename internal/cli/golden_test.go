@@ -113,8 +113,10 @@ func TestConvert(t *testing.T) {
 		// API: spec.namespace, a partition percentage with a selector.
 		"v1alpha1",
 		// apps.kruise.io/v1beta1: namespaceSelector, customVersion, a canary
-		// set, a partition percentage OpenKruise rounds otherwise, and
-		// fields no version of OpenKruise has.
+		// set, shareVolumePolicy and transferEnv as OpenKruise reads them
+		// (both sources, both name forms, a type it ignores), a partition
+		// percentage OpenKruise rounds otherwise, and fields no version of
+		// OpenKruise has.
 		"v1beta1",
 		// A List from kubectl get -o yaml: OpenKruise's defaults, its hash
 		// annotations, kubectl's last applied configuration, server-set

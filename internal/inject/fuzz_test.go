@@ -2,6 +2,8 @@ package inject_test
 
 import (
 	"encoding/json"
+	"path"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,17 @@ func FuzzInject(f *testing.F) {
 		setA().Annotations(map[string]string{v1alpha1.AnnotationAllowSystemNamespaces: "true"}).Obj(),
 	}, "null")
 	seed(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{testutil.SidecarSet("").Selector(dbLabels).Obj()}, "")
+	sharing := guaranteed("shipper", logImage).VolumeMount("own", "/var/log/").Sidecar("")
+	sharing.ShareVolumePolicy = &v1alpha1.SharePolicy{Type: v1alpha1.SharePolicyEnabled}
+	sharing.ShareVolumeDevicePolicy = &v1alpha1.SharePolicy{Type: v1alpha1.SharePolicyEnabled}
+	sharing.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A"},
+		{SourceContainerNameFrom: &v1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}, EnvNames: []string{"B"}}}
+	app := guaranteed("app", appImage).VolumeMount("logs", "/var/log").VolumeMount("data", "/data").Obj()
+	app.VolumeMounts[1].SubPathExpr = "$(B)/$(A)"
+	app.Env = []corev1.EnvVar{{Name: "A", Value: "a"}, {Name: "B", Value: "$(A)"}}
+	app.VolumeDevices = []corev1.VolumeDevice{{Name: "blk", DevicePath: "/dev/b"}}
+	seed(testutil.Pod("shop", "p").Labels(dbLabels).Containers(app).Volumes(testutil.EmptyDirVolume("logs"), testutil.EmptyDirVolume("data"), testutil.EmptyDirVolume("own")).Obj(),
+		shop, []*v1alpha1.SidecarSet{testutil.SidecarSet("share").Selector(dbLabels).Containers(sharing).Obj()}, "")
 
 	f.Fuzz(func(t *testing.T, podJSON, setsJSON, nsJSON []byte, state string) {
 		var pod *corev1.Pod
@@ -89,6 +102,7 @@ func FuzzInject(f *testing.F) {
 			t.Fatal("Inject() wrote inconsistent records")
 		}
 		checkNamesAdded(t, pod, got.Pod)
+		checkShared(t, sets, got.Pod)
 
 		again := inject.Inject(got.Pod, ns, sets, opts)
 		for _, name := range again.Injected {
@@ -120,6 +134,54 @@ func checkNamesAdded(t *testing.T, before, after *corev1.Pod) {
 	for name, n := range count(after) {
 		if n > max(was[name], 1) {
 			t.Fatalf("container %q is in the pod %d times, was %d", name, n, was[name])
+		}
+	}
+}
+
+// checkShared fails when a sidecar that shares the app's mounts or
+// devices got one at a path it already had (its own or shared before), or
+// a copied variable of a name it already had.
+func checkShared(t *testing.T, sets []*v1alpha1.SidecarSet, pod *corev1.Pod) {
+	t.Helper()
+	declared := map[string]*v1alpha1.SidecarContainer{}
+	for _, s := range sets {
+		for i := range s.Spec.Containers {
+			declared[s.Spec.Containers[i].Name] = &s.Spec.Containers[i]
+		}
+		for i := range s.Spec.InitContainers {
+			declared[s.Spec.InitContainers[i].Name] = &s.Spec.InitContainers[i]
+		}
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			sc := declared[c.Name]
+			if sc == nil {
+				continue
+			}
+			var paths []string
+			for _, m := range c.VolumeMounts {
+				paths = append(paths, path.Clean(m.MountPath))
+			}
+			for _, d := range c.VolumeDevices {
+				paths = append(paths, path.Clean(d.DevicePath))
+			}
+			own := len(sc.VolumeMounts)
+			for i := own; i < len(c.VolumeMounts); i++ {
+				if slices.Contains(paths[:i], paths[i]) {
+					t.Fatalf("container %q got a mount at %s, a path it had", c.Name, paths[i])
+				}
+			}
+			for i := len(c.VolumeMounts) + len(sc.VolumeDevices); i < len(paths); i++ {
+				if slices.Contains(paths[:i], paths[i]) {
+					t.Fatalf("container %q got a device at %s, a path it had", c.Name, paths[i])
+				}
+			}
+			copied := len(c.Env) - len(sc.Env)
+			for i := range copied {
+				if slices.ContainsFunc(c.Env[i+1:], func(e corev1.EnvVar) bool { return e.Name == c.Env[i].Name }) {
+					t.Fatalf("container %q got variable %q copied over one it had", c.Name, c.Env[i].Name)
+				}
+			}
 		}
 	}
 }

@@ -67,6 +67,11 @@
 // differently, the first by set name wins and a warning names both.
 // imagePullSecrets merge by name.
 //
+// A sidecar with shareVolumePolicy or shareVolumeDevicePolicy enabled also
+// gets the app containers' volume mounts or devices, and one with
+// transferEnv their environment variables, as share.go describes; what it
+// asks for and cannot get is a warning, never a reason to skip the set.
+//
 // # Records
 //
 // Each injected set gets an entry in the pod's sidecarset.dev/state
@@ -207,10 +212,12 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 	for _, name := range stale {
 		b.warn(name, ReasonInjectionWarning, "ignoring SidecarSet %q's record in the pod's annotation %s: a container it names is not in the pod (was the pod copied from a running one?); the set is injected afresh if it matches", name, v1alpha1.AnnotationState)
 	}
+	nsName := namespaceName(pod, ns)
+	b.apps = appContainers(pod, state)
+	b.fields = podFields{pod: pod, namespace: nsName}
 
 	ordered := slices.Clone(sets)
 	slices.SortStableFunc(ordered, func(a, b *v1alpha1.SidecarSet) int { return strings.Compare(a.Name, b.Name) })
-	nsName := namespaceName(pod, ns)
 	for _, set := range ordered {
 		if set.Name == "" {
 			// Only a file can hold one; its record would have no key.
@@ -349,6 +356,11 @@ type builder struct {
 	original *corev1.Pod
 	security psapi.LevelVersion
 
+	// apps are the pod's app containers and fields what a transferEnv
+	// fieldRef reads, for the sidecars that take from them (share.go).
+	apps   []*corev1.Container
+	fields podFields
+
 	// warnings are in the order the sets were taken; events are those about
 	// one set.
 	warnings []string
@@ -370,6 +382,17 @@ type sidecar struct {
 	set  string
 	c    *v1alpha1.SidecarContainer
 	init bool
+	// built, when set, is the container with what it takes from the app
+	// containers, which goes into the pod instead of c's.
+	built *corev1.Container
+}
+
+// container returns what goes into the pod.
+func (s sidecar) container() *corev1.Container {
+	if s.built != nil {
+		return s.built
+	}
+	return &s.c.Container
 }
 
 func (s sidecar) after() bool { return s.c.PodInjectPolicy == v1alpha1.AfterAppContainer }
@@ -480,7 +503,15 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState) revision.
 	rec.Containers = make([]revision.ContainerState, 0, n)
 	b.injected = slices.Grow(b.injected, n)
 	for sc, init := range sidecarsOf(set) {
-		b.injected = append(b.injected, sidecar{set: set.Name, c: sc, init: init})
+		s := sidecar{set: set.Name, c: sc, init: init}
+		if takesFromApps(sc) {
+			built, warnings := withApps(sc, b.apps, b.fields)
+			s.built = &built
+			for _, w := range warnings {
+				b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q %s", set.Name, w)
+			}
+		}
+		b.injected = append(b.injected, s)
 		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init, Image: sc.Image})
 		b.warnRestartPolicy(set.Name, sc, init)
 	}
@@ -539,7 +570,7 @@ func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Cont
 	i := 0
 	for _, s := range injected {
 		if s.init == init && !s.after() {
-			s.c.Container.DeepCopyInto(&out[i])
+			s.container().DeepCopyInto(&out[i])
 			i++
 		}
 	}
@@ -547,7 +578,7 @@ func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Cont
 	for _, s := range injected {
 		if s.init == init && s.after() {
 			out = append(out, corev1.Container{})
-			s.c.Container.DeepCopyInto(&out[len(out)-1])
+			s.container().DeepCopyInto(&out[len(out)-1])
 		}
 	}
 	return out

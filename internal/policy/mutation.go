@@ -32,6 +32,9 @@ func newMutation(set *v1alpha1.SidecarSet) (*mutation, error) {
 	for i, cs := range [][]v1alpha1.SidecarContainer{set.Spec.Containers, set.Spec.InitContainers} {
 		field := []string{"containers", "initContainers"}[i]
 		for _, c := range cs {
+			if what := takesFromApps(&c); what != "" {
+				return nil, unsupported("container %q uses %s, which the webhook fills in from the pod's app containers", c.Name, what)
+			}
 			lit, err := literal("Object.spec."+field, &c.Container)
 			if err != nil {
 				return nil, err
@@ -200,4 +203,22 @@ func managedLabel() string {
 // escape escapes a key for a JSON pointer (RFC 6901).
 func escape(key string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
+
+// takesFromApps names the field of c that asks for something of the pod's
+// app containers, or returns "". A policy could copy their mounts and
+// variables in CEL, but which containers are the app's needs the records of
+// every set injected before, and the skip rules (paths in use, devices,
+// propagation) would be a second implementation to keep equal to the
+// webhook's: such a set stays on the webhook.
+func takesFromApps(c *v1alpha1.SidecarContainer) string {
+	switch {
+	case c.ShareVolumePolicy != nil && c.ShareVolumePolicy.Type == v1alpha1.SharePolicyEnabled:
+		return "shareVolumePolicy"
+	case c.ShareVolumeDevicePolicy != nil && c.ShareVolumeDevicePolicy.Type == v1alpha1.SharePolicyEnabled:
+		return "shareVolumeDevicePolicy"
+	case len(c.TransferEnv) > 0:
+		return "transferEnv"
+	}
+	return ""
 }

@@ -22,6 +22,12 @@ func TestCompileUnsupported(t *testing.T) {
 		c.Ports = []corev1.ContainerPort{{ContainerPort: p}}
 		return c
 	}
+	share := testutil.Container("log", "img").Sidecar("")
+	share.ShareVolumePolicy = &v1alpha1.SharePolicy{Type: v1alpha1.SharePolicyEnabled}
+	shareDevices := testutil.Container("dev", "img").RestartAlways().Sidecar("")
+	shareDevices.ShareVolumeDevicePolicy = &v1alpha1.SharePolicy{Type: v1alpha1.SharePolicyEnabled}
+	transfer := testutil.Container("env", "img").Sidecar("")
+	transfer.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A"}}
 	tests := []struct {
 		name string
 		set  *v1alpha1.SidecarSet
@@ -34,6 +40,9 @@ func TestCompileUnsupported(t *testing.T) {
 		{"a container declared twice", testutil.SidecarSet("s").Selector(db).Container("x", "i").Container("x", "j").Obj(), `container "x" twice`},
 		{"an AfterAppContainer init container", testutil.SidecarSet("s").Selector(db).InitContainers(testutil.Container("w", "i").Sidecar(v1alpha1.AfterAppContainer)).Obj(), "AfterAppContainer"},
 		{"own ports clash", testutil.SidecarSet("s").Selector(db).Containers(port("a", 80), port("b", 80)).Obj(), "clashing ports"},
+		{"shareVolumePolicy", testutil.SidecarSet("s").Selector(db).Containers(share).Obj(), `container "log" uses shareVolumePolicy`},
+		{"shareVolumeDevicePolicy on an init container", testutil.SidecarSet("s").Selector(db).InitContainers(shareDevices).Obj(), `container "dev" uses shareVolumeDevicePolicy`},
+		{"transferEnv", testutil.SidecarSet("s").Selector(db).Containers(transfer).Obj(), `container "env" uses transferEnv`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
 )
 
 // validateContainers checks spec.containers and spec.initContainers. Names
@@ -142,6 +144,9 @@ func validateContainer(sc *v1alpha1.SidecarContainer, fld *field.Path) field.Err
 	errs = append(errs, validateEnv(c.Env, fld.Child("env"))...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, fld.Child("envFrom"))...)
 	errs = append(errs, validateResources(&c.Resources, fld.Child("resources"))...)
+	errs = append(errs, validateSharePolicy(sc.ShareVolumePolicy, fld.Child("shareVolumePolicy"))...)
+	errs = append(errs, validateSharePolicy(sc.ShareVolumeDevicePolicy, fld.Child("shareVolumeDevicePolicy"))...)
+	errs = append(errs, validateTransferEnv(sc, fld.Child("transferEnv"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, fld.Child("volumeMounts"))...)
 	for i, d := range c.VolumeDevices {
 		p := fld.Child("volumeDevices").Index(i)
@@ -461,4 +466,69 @@ func setPointerFields(v any) []string {
 		set = append(set, name)
 	}
 	return set
+}
+
+func validateSharePolicy(p *v1alpha1.SharePolicy, fld *field.Path) field.ErrorList {
+	if p == nil {
+		return nil
+	}
+	valid := []v1alpha1.SharePolicyType{v1alpha1.SharePolicyEnabled, v1alpha1.SharePolicyDisabled}
+	if p.Type == "" {
+		return field.ErrorList{field.Required(fld.Child("type"), "one of enabled, disabled")}
+	}
+	return validateEnum(p.Type, valid, fld.Child("type"))
+}
+
+// validateTransferEnv checks that each entry names its source container one
+// way and its variables one way, with a pod field injection can read, and
+// no variable the sidecar declares itself: which of the two it would get
+// could not be told from the set.
+func validateTransferEnv(sc *v1alpha1.SidecarContainer, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range sc.TransferEnv {
+		p := fld.Index(i)
+		from := t.SourceContainerNameFrom
+		switch {
+		case t.SourceContainerName == "" && from == nil:
+			errs = append(errs, field.Required(p, "one of sourceContainerName and sourceContainerNameFrom"))
+		case t.SourceContainerName != "" && from != nil:
+			errs = append(errs, field.Invalid(p, "", "only one of sourceContainerName and sourceContainerNameFrom may be set"))
+		case t.SourceContainerName != "":
+			errs = append(errs, validateDNSLabel(t.SourceContainerName, p.Child("sourceContainerName"))...)
+		case from.FieldRef == nil:
+			errs = append(errs, field.Required(p.Child("sourceContainerNameFrom", "fieldRef"), ""))
+		case !inject.PodFieldPathSupported(from.FieldRef.FieldPath):
+			errs = append(errs, field.NotSupported(p.Child("sourceContainerNameFrom", "fieldRef", "fieldPath"), from.FieldRef.FieldPath,
+				[]string{"metadata.name", "metadata.namespace", "metadata.labels['KEY']", "metadata.annotations['KEY']"}))
+		}
+		if from != nil && from.FieldRef != nil && from.FieldRef.APIVersion != "" && from.FieldRef.APIVersion != "v1" {
+			errs = append(errs, field.NotSupported(p.Child("sourceContainerNameFrom", "fieldRef", "apiVersion"), from.FieldRef.APIVersion, []string{"v1"}))
+		}
+		names := t.EnvNames
+		np := p.Child("envNames")
+		switch {
+		case t.EnvName == "" && t.EnvNames == nil:
+			errs = append(errs, field.Required(p, "one of envName and envNames"))
+		case t.EnvName != "" && t.EnvNames != nil:
+			errs = append(errs, field.Invalid(p, "", "only one of envName and envNames may be set"))
+		case t.EnvName != "":
+			names, np = []string{t.EnvName}, p.Child("envName")
+		case len(t.EnvNames) == 0:
+			errs = append(errs, field.Required(np, "at least one name"))
+		}
+		for j, name := range names {
+			ep := np
+			if t.EnvName == "" {
+				ep = np.Index(j)
+			}
+			if name == "" {
+				errs = append(errs, field.Required(ep, ""))
+				continue
+			}
+			if slices.ContainsFunc(sc.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
+				errs = append(errs, field.Invalid(ep, name, "the container's env declares this variable too; drop one of them"))
+			}
+		}
+	}
+	return errs
 }
