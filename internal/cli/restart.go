@@ -78,8 +78,10 @@ these checks leave, which is exactly what a real run restarts:
     NotUpdate, a partition above 0, a selector that leaves it out), or
     carries a SidecarSet whose injection is paused: new pods get every
     set's latest revision at injection, so recreating it would move it past
-    what the operator allowed, or drop its sidecars. Checked again just
-    before each restart.
+    what the operator allowed, or drop its sidecars; or a pod of it opted
+    out by hand (the annotation on the pod, not in the template), which
+    would come back with the sidecars. Checked again just before each
+    restart.
 
 Before each restart, every such budget must allow as many disruptions as the
 rollout takes at once (status.disruptionsAllowed); that is waited for up to
@@ -280,21 +282,28 @@ func Restart(ctx context.Context, c client.Client, out io.Writer, opts RestartOp
 	return nil
 }
 
-// heldBack says why recreating the pods selector selects in namespace
-// would move one past what a SidecarSet allows, or "" when none would be:
-// a new pod gets every matching set's latest revision at injection, so a
-// pod on an older revision of a set that holds it there (paused, type
-// NotUpdate, a partition above 0, an updateStrategy.selector that leaves it
-// out) must not be recreated, nor one carrying a set whose injection is
-// paused, which the new pod would lack.
-func heldBack(ctx context.Context, c client.Reader, namespace string, selector labels.Selector) (string, error) {
+// heldBack says why recreating the pods of workload obj (those selector
+// selects) would move one past what a SidecarSet allows, or "" when none
+// would be: a new pod gets every matching set's latest revision at
+// injection, so a pod on an older revision of a set that holds it there
+// (paused, type NotUpdate, a partition above 0, an updateStrategy.selector
+// that leaves it out) must not be recreated, nor one carrying a set whose
+// injection is paused, which the new pod would lack, nor one opted out of
+// injection by hand while the template does not opt out.
+func heldBack(ctx context.Context, c client.Reader, obj client.Object, selector labels.Selector) (string, error) {
+	namespace := obj.GetNamespace()
 	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return "", fmt.Errorf("list pods in %s matching %s: %w", namespace, selector, err)
 	}
+	templateOptsOut := podOf(obj).Annotations[v1alpha1.AnnotationInject] == "false"
 	sets := map[string]*v1alpha1.SidecarSet{}
 	for _, p := range pods.Items {
+		if p.Annotations[v1alpha1.AnnotationInject] == "false" && !templateOptsOut && p.DeletionTimestamp == nil {
+			return fmt.Sprintf("pod %s opted out of injection by hand (%s: \"false\" on the pod, not in the template): recreated, it would get the sidecars; put the annotation in the template, or restart the workload yourself",
+				p.Name, v1alpha1.AnnotationInject), nil
+		}
 		// An unreadable record is no revision to keep.
 		state, _ := revision.Decode(p.Annotations)
 		for _, name := range slices.Sorted(maps.Keys(state)) {
@@ -569,7 +578,7 @@ func check(ctx context.Context, c client.Client, set *v1alpha1.SidecarSet, w *ow
 	if err != nil {
 		return fmt.Errorf("%s: spec.selector: %w", w, err)
 	}
-	if w.refuse, err = heldBack(ctx, c, w.namespace, selector); err != nil || w.refuse != "" {
+	if w.refuse, err = heldBack(ctx, c, obj, selector); err != nil || w.refuse != "" {
 		return err
 	}
 	if w.refuse, err = wouldInject(ctx, c, set, obj); err != nil || w.refuse != "" {
@@ -679,7 +688,7 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 		return restarted{}, fmt.Errorf("%s: spec.selector: %w", w, err)
 	}
 	// The sets may have changed since the check (a rollout paused).
-	if refuse, err := heldBack(ctx, c, w.namespace, selector); err != nil || refuse != "" {
+	if refuse, err := heldBack(ctx, c, obj, selector); err != nil || refuse != "" {
 		return restarted{refuse: refuse}, err
 	}
 	if refuse, err := waitBudgets(ctx, c, out, w, obj, selector, opts); err != nil || refuse != "" {

@@ -486,3 +486,51 @@ func TestRestartSkipped(t *testing.T) {
 		t.Error("cluster: a workload was restarted")
 	}
 }
+
+// TestRestartRefusesWhatARecreateWouldBreak: a Deployment with a pod opted
+// out by hand (on the pod, not the template) is refused, since its new pods
+// would get the sidecars; one under a budget with `selector: {}`, which
+// covers the whole namespace, is refused when its pace is more than the
+// budget ever allows.
+func TestRestartRefusesWhatARecreateWouldBreak(t *testing.T) {
+	f := newFixture(t)
+	api := f.deployment("api", 1, nil)
+	one := intstr.FromInt32(1)
+	api.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: &one, MaxSurge: ptr.To(intstr.FromInt32(0))}
+	f.Create(f.deployment("web", 2, nil), api,
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "all"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{},
+		}})
+	f.WaitReady(3)
+	var optedOut string
+	for _, p := range f.Pods() {
+		if p.Labels["role"] == "web" {
+			optedOut = p.Name
+			patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationInject + `":"false"}}}`)
+			if err := env.Client.Patch(t.Context(), &p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.WaitStatus("3 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 3 })
+	waitBudget(t, f, "all", 0)
+
+	dry := ok(t, "restart", f.Set, "--unmanaged", "--dry-run")
+	mustContain(t, dry.out,
+		"pod "+f.NS+"/"+optedOut+" ("+optedOut+"): not touched: opted out",
+		"Deployment "+f.NS+"/web (web-",
+		"refused: pod "+optedOut+" opted out of injection by hand",
+		"Deployment "+f.NS+"/api (api-",
+		"refused: its rollout takes up to 1 pod down at once (maxUnavailable 1 of 1 replicas), more than PodDisruptionBudget "+f.NS+"/all ever allows (0:",
+		"dry run: would restart 0 workloads")
+	r := kubectl(t, false, "restart", f.Set, "--unmanaged", "--timeout", "10s")
+	if !errors.Is(r.err, cli.ErrRefused) {
+		t.Fatalf("error %v, want ErrRefused\n%s", r.err, r.out)
+	}
+	if restarted(t, f, "web") || restarted(t, f, "api") {
+		t.Error("cluster: a refused workload was restarted")
+	}
+}
