@@ -275,7 +275,7 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 				return fmt.Errorf("SidecarSet %s not found", opts.Name)
 			case apierrors.IsNotFound(err):
 				return fmt.Errorf("SidecarSet %s was deleted while being watched", opts.Name)
-			case errors.Is(err, context.DeadlineExceeded) && !deadline.IsZero():
+			case !deadline.IsZero() && (errors.Is(err, context.DeadlineExceeded) || atDeadline(err, deadline)):
 				return fmt.Errorf("%s: %w: not complete within --timeout %s: %w", opts.Name, ErrTimeout, opts.Timeout, err)
 			}
 			return fmt.Errorf("get SidecarSet %s: %w", opts.Name, err)
@@ -361,4 +361,13 @@ func verdictOf(set *v1alpha1.SidecarSet) verdict {
 			remedy: "`kubectl sidecarset rollout resume " + set.Name + "`"}
 	}
 	return verdict{}
+}
+
+// atDeadline reports whether err is the client's own refusal to start a
+// call the deadline, under a second away, would cut short: client-go's rate
+// limiter returns such an error, which wraps no context error, rather than
+// wait past the deadline. An answer of the apiserver never is one.
+func atDeadline(err error, deadline time.Time) bool {
+	var status apierrors.APIStatus
+	return !errors.As(err, &status) && time.Until(deadline) < time.Second
 }

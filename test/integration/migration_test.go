@@ -198,7 +198,6 @@ func TestMigration(t *testing.T) {
 		t.Fatalf("convert: %v\n%s", err, warnings.String())
 	}
 	for _, want := range []string{
-		"spec.containers[0].transferEnv dropped",
 		"kubectl patch sidecarsets.apps.kruise.io " + f.Set + ` --type merge -p '{"spec":{"updateStrategy":{"paused":true}}}'`,
 		"kubectl patch sidecarsets.apps.kruise.io " + f.Set + ` --type merge -p '{"spec":{"injectionStrategy":{"paused":true}}}'`,
 		"kubectl delete sidecarsets.apps.kruise.io " + f.Set,
@@ -213,6 +212,9 @@ func TestMigration(t *testing.T) {
 	}
 	if set.Spec.AdoptionPolicy != v1alpha1.AdoptSameName || len(set.Annotations) != 0 {
 		t.Fatalf("converted SidecarSet: adoptionPolicy %q, annotations %v; want SameName and none of OpenKruise's", set.Spec.AdoptionPolicy, set.Annotations)
+	}
+	if te := set.Spec.Containers[0].TransferEnv; len(te) != 1 || te[0].SourceContainerName != fixture.AppContainer || te[0].EnvName != "MYSQL_HOST" {
+		t.Errorf("converted SidecarSet: transferEnv %+v, want MYSQL_HOST from %s carried over", te, fixture.AppContainer)
 	}
 
 	// Step 2: stop OpenKruise's in-place updates.
@@ -250,7 +252,7 @@ func TestMigration(t *testing.T) {
 	}
 
 	// Step 4: stop OpenKruise's injection; a new pod gets sidecarset's,
-	// with the declared env alone.
+	// with the declared env alone: its app has no MYSQL_HOST to transfer.
 	f.patchKruiseSet(`{"spec":{"injectionStrategy":{"paused":true}}}`)
 	f.CreatePod(f.NewPod("p05"))
 	f.WaitReady(5)
