@@ -204,6 +204,12 @@ func (b *SidecarSetBuilder) ImagePullSecrets(names ...string) *SidecarSetBuilder
 	return b
 }
 
+// CanaryOf marks the set as the canary of base (sidecarset.dev/canary
+// "true", sidecarset.dev/canary-of base).
+func (b *SidecarSetBuilder) CanaryOf(base string) *SidecarSetBuilder {
+	return b.Annotations(map[string]string{v1alpha1.AnnotationCanary: "true", v1alpha1.AnnotationCanaryOf: base})
+}
+
 // Paused sets spec.injectionStrategy.paused.
 func (b *SidecarSetBuilder) Paused() *SidecarSetBuilder {
 	b.set.Spec.InjectionStrategy.Paused = true
