@@ -145,6 +145,12 @@ func SidecarSet(name string) *SidecarSetBuilder {
 	return &SidecarSetBuilder{set: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
+// Named renames the set.
+func (b *SidecarSetBuilder) Named(name string) *SidecarSetBuilder {
+	b.set.Name = name
+	return b
+}
+
 // Annotations adds annotations.
 func (b *SidecarSetBuilder) Annotations(annotations map[string]string) *SidecarSetBuilder {
 	b.set.Annotations = merged(b.set.Annotations, annotations)
