@@ -36,7 +36,8 @@ patchPodMetadata, injectionStrategy.revision, customVersion, ...) is dropped
 with a warning on stderr naming it, and so is a field OpenKruise's API does
 not have; "Note:" lines name dropped values that mean what sidecarset does
 anyway (upgradeType ColdUpgrade, a shareVolumePolicy other than enabled).
-shareVolumePolicy, shareVolumeDevicePolicy and transferEnv carry over. A percentage partition
+shareVolumePolicy, shareVolumeDevicePolicy, transferEnv and canary SidecarSets
+(apps.kruise.io/sidecarset-canary and -base) carry over. A percentage partition
 that counts differently here gets a warning with the difference. Server-set
 metadata, OpenKruise's hash annotations and status are dropped.
 
