@@ -30,6 +30,15 @@ const (
 	// declares an older revision again; this one never changes, so it tells
 	// which of two revisions was declared first.
 	AnnotationFirstRevision = "sidecarset.dev/first-revision"
+	// AnnotationCanary set to "true" on a SidecarSet, together with
+	// AnnotationCanaryOf naming another SidecarSet (its base), makes it that
+	// base's canary: a new pod the canary selects gets the canary's sidecars
+	// instead of the base's. The canary declares the same container names as
+	// its base and selects only pods the base selects.
+	AnnotationCanary = "sidecarset.dev/canary"
+	// AnnotationCanaryOf names the base SidecarSet of a canary (see
+	// AnnotationCanary). Without AnnotationCanary "true" it has no effect.
+	AnnotationCanaryOf = "sidecarset.dev/canary-of"
 	// LabelManaged is "true" on every pod that carries an injection record, so
 	// the manager can watch those pods only.
 	LabelManaged = "sidecarset.dev/managed"

@@ -36,7 +36,8 @@ patchPodMetadata, injectionStrategy.revision, customVersion, ...) is dropped
 with a warning on stderr naming it, and so is a field OpenKruise's API does
 not have; "Note:" lines name dropped values that mean what sidecarset does
 anyway (upgradeType ColdUpgrade, a shareVolumePolicy other than enabled).
-shareVolumePolicy, shareVolumeDevicePolicy and transferEnv carry over. A percentage partition
+shareVolumePolicy, shareVolumeDevicePolicy, transferEnv and canary SidecarSets
+(apps.kruise.io/sidecarset-canary and -base) carry over. A percentage partition
 that counts differently here gets a warning with the difference. Server-set
 metadata, OpenKruise's hash annotations and status are dropped.
 
@@ -208,6 +209,8 @@ type converter struct {
 	// differ in a few spec fields.
 	apiVersion string
 	notes      []string
+	// canaryOf is the base the converted set is a canary of, or "".
+	canaryOf string
 }
 
 // drop reports a field that is not carried over because sidecarset has no
@@ -263,7 +266,16 @@ func (r *convertRun) object(obj map[string]any, what string) (map[string]any, bo
 		return nil, false, fmt.Errorf("converted SidecarSet does not decode: %w", err)
 	}
 	validation.Default(set)
-	if errs := validation.ValidateCreate(set, nil, validation.Options{ManagerNamespace: r.opts.ManagerNamespace}); len(errs) > 0 {
+	checked := set
+	if c.canaryOf != "" {
+		// A canary is checked against its base, which may be in another
+		// file or already in the cluster: the apiserver's webhook checks
+		// the pair when it is applied.
+		checked = set.DeepCopy()
+		delete(checked.Annotations, v1alpha1.AnnotationCanary)
+		delete(checked.Annotations, v1alpha1.AnnotationCanaryOf)
+	}
+	if errs := validation.ValidateCreate(checked, nil, validation.Options{ManagerNamespace: r.opts.ManagerNamespace}); len(errs) > 0 {
 		for _, e := range errs {
 			c.warn("sidecarset's validation would refuse it: %s", e.Error())
 		}
@@ -292,6 +304,32 @@ const (
 	kruiseCustomVersionLabel = "apps.kruise.io/sidecarset-custom-version"
 )
 
+// canary turns OpenKruise's canary annotations into sidecarset's, in
+// place. OpenKruise reads a canary only with both (canary "true" and a
+// base); either alone means nothing there, and is dropped.
+func (c *converter) canary(annotations map[string]any) {
+	canary, hasCanary := annotations[kruiseCanaryAnnotation]
+	base, hasBase := annotations[kruiseBaseAnnotation]
+	delete(annotations, kruiseCanaryAnnotation)
+	delete(annotations, kruiseBaseAnnotation)
+	if baseName, _ := base.(string); canary == "true" && baseName != "" {
+		annotations[v1alpha1.AnnotationCanary] = "true"
+		annotations[v1alpha1.AnnotationCanaryOf] = baseName
+		c.canaryOf = baseName
+		c.warn("metadata.annotations[%s] and [%s] carried over as %s and %s: sidecarset also requires the canary to declare the same container names as %s and to select only pods it selects, and rolls the canary's own pods out by its updateStrategy (OpenKruise allows only NotUpdate)",
+			kruiseCanaryAnnotation, kruiseBaseAnnotation, v1alpha1.AnnotationCanary, v1alpha1.AnnotationCanaryOf, baseName)
+		return
+	}
+	for _, a := range []struct {
+		key string
+		has bool
+	}{{kruiseCanaryAnnotation, hasCanary}, {kruiseBaseAnnotation, hasBase}} {
+		if k := a.key; a.has {
+			c.same("metadata.annotations["+k+"]", fmt.Sprintf("OpenKruise makes a canary only of %s \"true\" together with a non-empty %s", kruiseCanaryAnnotation, kruiseBaseAnnotation))
+		}
+	}
+}
+
 // metadata keeps what a user wrote: name, labels, annotations, without
 // what belongs to the OpenKruise installation.
 func (c *converter) metadata(v any) map[string]any {
@@ -317,12 +355,7 @@ func (c *converter) metadata(v any) map[string]any {
 		for _, k := range []string{kruiseHashAnnotation, kruiseHashWithoutImageAnnotation, lastAppliedAnnotation} {
 			delete(annotations, k)
 		}
-		for _, k := range []string{kruiseCanaryAnnotation, kruiseBaseAnnotation} {
-			if _, ok := annotations[k]; ok {
-				delete(annotations, k)
-				c.drop("metadata.annotations["+k+"]", "sidecarset has no canary SidecarSets: a pod that two sets select gets both, and the second one's same-named containers clash; give the canary its own selector or use updateStrategy.partition")
-			}
-		}
+		c.canary(annotations)
 		if len(annotations) > 0 {
 			out["annotations"] = annotations
 		}

@@ -52,6 +52,18 @@
 // wait (AfterAppContainer). The pod gets containers
 // [proxy exporter app log] and init containers [mesh-init setup wait].
 //
+// # Canaries
+//
+// A SidecarSet annotated sidecarset.dev/canary: "true" and
+// sidecarset.dev/canary-of: BASE (CanaryOf) replaces BASE in the pods it
+// matches: when a canary whose injection is not paused selects the pod,
+// BASE is not injected into it, whether or not the canary itself then fits
+// the pod. A paused canary hands its pods back to the base. A canary whose
+// base does not exist is an ordinary set. Worked case: base "proxy"
+// selects app=web, its canary "proxy-v2" selects app=web,track=canary; a
+// pod labelled app=web gets proxy, one labelled app=web,track=canary gets
+// proxy-v2 and not proxy, and with proxy-v2 paused it gets proxy again.
+//
 // # Merging
 //
 // A SidecarSet is injected whole or not at all: its record claims the
@@ -218,6 +230,7 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 
 	ordered := slices.Clone(sets)
 	slices.SortStableFunc(ordered, func(a, b *v1alpha1.SidecarSet) int { return strings.Compare(a.Name, b.Name) })
+	replaced := replacedBases(ordered, pod, ns, opts)
 	for _, set := range ordered {
 		if set.Name == "" {
 			// Only a file can hold one; its record would have no key.
@@ -227,7 +240,7 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 		if _, ok := state[set.Name]; ok {
 			continue // injected before: reinvocation must not inject twice
 		}
-		if set.Spec.InjectionStrategy.Paused || !namespaceAllowed(set, nsName, opts) {
+		if set.Spec.InjectionStrategy.Paused || !namespaceAllowed(set, nsName, opts) || replaced[set.Name] {
 			continue
 		}
 		c := opts.Cache.compiled(set)

@@ -43,10 +43,16 @@ func TestCompileUnsupported(t *testing.T) {
 		{"shareVolumePolicy", testutil.SidecarSet("s").Selector(db).Containers(share).Obj(), `container "log" uses shareVolumePolicy`},
 		{"shareVolumeDevicePolicy on an init container", testutil.SidecarSet("s").Selector(db).InitContainers(shareDevices).Obj(), `container "dev" uses shareVolumeDevicePolicy`},
 		{"transferEnv", testutil.SidecarSet("s").Selector(db).Containers(transfer).Obj(), `container "env" uses transferEnv`},
+		{"a canary", testutil.SidecarSet("s").Selector(db).CanaryOf("base").Obj(), `a canary of SidecarSet "base"`},
+		{"a base", testutil.SidecarSet("base").Selector(db).Obj(), "the base of the canary SidecarSet(s) s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Compile(tt.set, Options{})
+			var opts Options
+			if tt.set.Name == "base" {
+				opts.Canaries = []string{"s"}
+			}
+			_, err := Compile(tt.set, opts)
 			var u *Unsupported
 			if !errors.As(err, &u) {
 				t.Fatalf("Compile error %v, want an *Unsupported", err)

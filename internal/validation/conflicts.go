@@ -21,13 +21,18 @@ import (
 //     pod gets only one of them, so one set's sidecars would mount the other
 //     set's volume. The same definition under the same name is fine.
 //
+// A canary and its base are not checked against each other: a pod gets
+// either (inject.CanaryOf).
+//
 // Two sets can inject into the same pod when both their pod selectors and
 // their effective namespace selectors can overlap (see selectorsCanOverlap).
 // Errors come sorted by the other set's name so a retry reads the same.
 func validateConflicts(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opts Options, fld *field.Path) field.ErrorList {
 	sorted := make([]*v1alpha1.SidecarSet, 0, len(others))
 	for _, o := range others {
-		if o != nil && o.Name != set.Name {
+		// A canary and its base declare the same containers on purpose: a
+		// pod gets one or the other (validateCanaries checks the pair).
+		if o != nil && o.Name != set.Name && !pair(set, o) {
 			sorted = append(sorted, o)
 		}
 	}

@@ -69,13 +69,23 @@ func ValidateCreate(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opt
 // is modified.
 func ValidateUpdate(oldSet, newSet *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opts Options) field.ErrorList {
 	if apiequality.Semantic.DeepEqual(oldSet.Spec, newSet.Spec) &&
-		oldSet.Annotations[v1alpha1.AnnotationAllowSystemNamespaces] == newSet.Annotations[v1alpha1.AnnotationAllowSystemNamespaces] {
+		!annotationsChanged(oldSet, newSet, v1alpha1.AnnotationAllowSystemNamespaces, v1alpha1.AnnotationCanary, v1alpha1.AnnotationCanaryOf) {
 		// Nothing validation looks at changed (the name cannot), so the update
 		// cannot make the object any worse than it already is.
 		return nil
 	}
 	errs := validateIntrinsic(newSet)
+	errs = append(errs, validateCanaryUpdate(oldSet, newSet, field.NewPath("metadata", "annotations"))...)
 	return append(errs, ratchet(validateContext(newSet, others, opts), validateContext(oldSet, others, opts))...)
+}
+
+func annotationsChanged(oldSet, newSet *v1alpha1.SidecarSet, keys ...string) bool {
+	for _, k := range keys {
+		if oldSet.Annotations[k] != newSet.Annotations[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // ratchet drops from errs those that old already had. Contextual errors are
@@ -110,6 +120,7 @@ func validateIntrinsic(set *v1alpha1.SidecarSet) field.ErrorList {
 // SidecarSets.
 func validateContext(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opts Options) field.ErrorList {
 	errs := validateSystemNamespaces(set, opts, field.NewPath("spec", "namespaceSelector"))
+	errs = append(errs, validateCanaries(set, others, opts)...)
 	return append(errs, validateConflicts(set, others, opts, field.NewPath("spec"))...)
 }
 
@@ -128,7 +139,7 @@ func validateMetadata(meta *metav1.ObjectMeta, fld *field.Path) field.ErrorList 
 		// Any other spelling ("yes", "True") would silently mean "not allowed".
 		errs = append(errs, field.NotSupported(fld.Child("annotations").Key(v1alpha1.AnnotationAllowSystemNamespaces), v, []string{"true", "false"}))
 	}
-	return errs
+	return append(errs, validateCanaryMarks(meta, fld.Child("annotations"))...)
 }
 
 func validateSpec(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.ErrorList {
