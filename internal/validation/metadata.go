@@ -227,7 +227,7 @@ func objectsCommute(a, b map[string]any) bool {
 func jsonObject(s string) (map[string]any, error) {
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return nil, fmt.Errorf("not JSON (%v)", err)
+		return nil, fmt.Errorf("not JSON (%w)", err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
