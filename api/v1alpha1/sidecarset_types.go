@@ -202,6 +202,44 @@ type SourceContainerNameSource struct {
 	FieldRef *corev1.ObjectFieldSelector `json:"fieldRef"`
 }
 
+// PatchPolicy says how a patchPodMetadata entry's annotation meets a value
+// the pod already has under the same key.
+// +kubebuilder:validation:Enum=Retain;Overwrite;MergePatchJson
+type PatchPolicy string
+
+const (
+	// PatchRetain keeps the pod's value; the declared one goes only where the
+	// pod has none.
+	PatchRetain PatchPolicy = "Retain"
+	// PatchOverwrite replaces the pod's value with the declared one.
+	PatchOverwrite PatchPolicy = "Overwrite"
+	// PatchMergePatchJSON treats both values as JSON objects and applies the
+	// declared one to the pod's as a JSON merge patch (RFC 7386): members
+	// the pod's object lacks are added, members both have take the declared
+	// value (objects merged member by member), and a member declared null is
+	// removed. Where the pod has no value, the declared one is written.
+	PatchMergePatchJSON PatchPolicy = "MergePatchJson"
+)
+
+// PatchPodMetadata is a set of annotations written into the pods a
+// SidecarSet is injected into, with the policy for keys the pod already
+// has.
+type PatchPodMetadata struct {
+	// annotations to write, each key one the manager allows
+	// (--patch-pod-metadata-allowed-keys). With patchPolicy
+	// MergePatchJson, every value is a JSON object.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	Annotations map[string]string `json:"annotations"`
+
+	// patchPolicy is Retain (the pod's own value wins), Overwrite (the
+	// declared value wins) or MergePatchJson (the declared value is merged
+	// into the pod's). Defaults to Retain.
+	// +optional
+	// +kubebuilder:default=Retain
+	PatchPolicy PatchPolicy `json:"patchPolicy,omitempty"`
+}
+
 // InjectionStrategy controls injection into new pods.
 type InjectionStrategy struct {
 	// paused stops injection into new pods; running pods are still updated.
@@ -372,6 +410,20 @@ type SidecarSetSpec struct {
 	// +optional
 	// +kubebuilder:default=Never
 	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`
+
+	// patchPodMetadata writes annotations into the pods the set is injected
+	// into, when it is injected: an in-place update of a running pod's
+	// sidecars leaves its annotations as they are, and a change of
+	// patchPodMetadata reaches new pods only. Like the selectors, it is in
+	// neither revision hash, so changing it starts no rollout and makes no
+	// pod not upgradable. Only keys the manager allows may be written
+	// (--patch-pod-metadata-allowed-keys, none by default), never one under
+	// sidecarset.dev/, and no key twice. Two sets that can select the same
+	// pod may write the same key only with the same policy and value, or
+	// both with MergePatchJson objects that set no member differently.
+	// +optional
+	// +listType=atomic
+	PatchPodMetadata []PatchPodMetadata `json:"patchPodMetadata,omitempty"`
 
 	// revisionHistoryLimit is how many old revisions are kept. Revisions that
 	// some pod still runs are never deleted. Defaults to 10.

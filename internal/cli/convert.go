@@ -32,12 +32,14 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
 OpenKruise field sidecarset does not support (hot upgrade, resourcesPolicy,
-patchPodMetadata, injectionStrategy.revision, customVersion, ...) is dropped
-with a warning on stderr naming it, and so is a field OpenKruise's API does
-not have; "Note:" lines name dropped values that mean what sidecarset does
-anyway (upgradeType ColdUpgrade, a shareVolumePolicy other than enabled).
-shareVolumePolicy, shareVolumeDevicePolicy, transferEnv and canary SidecarSets
-(apps.kruise.io/sidecarset-canary and -base) carry over. A percentage partition
+injectionStrategy.revision, customVersion, ...) is dropped with a warning on
+stderr naming it, and so is a field OpenKruise's API does not have; "Note:"
+lines name dropped values that mean what sidecarset does anyway (upgradeType
+ColdUpgrade, a shareVolumePolicy other than enabled). shareVolumePolicy,
+shareVolumeDevicePolicy, transferEnv, patchPodMetadata and canary SidecarSets
+(apps.kruise.io/sidecarset-canary and -base) carry over; the keys
+patchPodMetadata writes must be allowed on the manager
+(--patch-pod-metadata-allowed-keys), which a warning says. A percentage partition
 that counts differently here gets a warning with the difference. Server-set
 metadata, OpenKruise's hash annotations and status are dropped.
 
@@ -266,6 +268,8 @@ func (r *convertRun) object(obj map[string]any, what string) (map[string]any, bo
 		return nil, false, fmt.Errorf("converted SidecarSet does not decode: %w", err)
 	}
 	validation.Default(set)
+	// The allowed annotation keys are the manager's; patchPodMetadata
+	// warned about them already.
 	checked := set
 	if c.canaryOf != "" {
 		// A canary is checked against its base, which may be in another
@@ -275,7 +279,7 @@ func (r *convertRun) object(obj map[string]any, what string) (map[string]any, bo
 		delete(checked.Annotations, v1alpha1.AnnotationCanary)
 		delete(checked.Annotations, v1alpha1.AnnotationCanaryOf)
 	}
-	if errs := validation.ValidateCreate(checked, nil, validation.Options{ManagerNamespace: r.opts.ManagerNamespace}); len(errs) > 0 {
+	if errs := validation.ValidateCreate(checked, nil, validation.Options{ManagerNamespace: r.opts.ManagerNamespace, AnyAnnotationKey: true}); len(errs) > 0 {
 		for _, e := range errs {
 			c.warn("sidecarset's validation would refuse it: %s", e.Error())
 		}
@@ -403,7 +407,9 @@ func (c *converter) spec(spec map[string]any) (map[string]any, error) {
 				out[k] = s
 			}
 		case k == "patchPodMetadata":
-			c.drop("spec.patchPodMetadata", "sidecarset does not write pod annotations on behalf of a SidecarSet; set them in the workloads (the annotations OpenKruise wrote stay on its pods)")
+			if p := c.patchPodMetadata(v); len(p) > 0 {
+				out[k] = p
+			}
 		case k == "customVersion" && c.apiVersion == kruiseV1beta1:
 			c.drop("spec.customVersion", customVersionWhy)
 		default:
@@ -421,6 +427,48 @@ func (c *converter) spec(spec map[string]any) (map[string]any, error) {
 		c.partition(strategy)
 	}
 	return out, nil
+}
+
+// patchPodMetadata returns the entries of a patchPodMetadata, which mean
+// the same here, and warns that the manager must allow their keys: its
+// default allows none, and OpenKruise's whitelist (a ConfigMap of its own)
+// does not carry over. OpenKruise also writes Overwrite and MergePatchJson
+// annotations into running pods at an in-place update; sidecarset writes
+// them at injection only.
+func (c *converter) patchPodMetadata(v any) []any {
+	var out []any
+	var keys []string
+	inPlace := false
+	for i, item := range asSlice(v) {
+		p := fmt.Sprintf("spec.patchPodMetadata[%d]", i)
+		m, _ := item.(map[string]any)
+		conv := map[string]any{}
+		for _, k := range sortedKeys(m) {
+			switch k {
+			case "annotations":
+				annotations, _ := m[k].(map[string]any)
+				keys = append(keys, sortedKeys(annotations)...)
+				conv[k] = m[k]
+			case "patchPolicy":
+				if pol, _ := m[k].(string); pol != string(v1alpha1.PatchRetain) && pol != "" {
+					inPlace = true
+				}
+				conv[k] = m[k]
+			default:
+				c.unknown(p + "." + k)
+			}
+		}
+		out = append(out, conv)
+	}
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		c.warn("spec.patchPodMetadata writes the annotation keys %s into pods: the manager's %s (the chart's patchPodMetadata.allowedKeys) must allow them, or a prefix of them ending in \"/\" or \"*\"; it allows none by default, and OpenKruise's whitelist does not carry over",
+			strings.Join(slices.Compact(keys), ", "), validation.AllowedKeysFlag)
+	}
+	if inPlace {
+		c.notes = append(c.notes, fmt.Sprintf("Note: %s: spec.patchPodMetadata is written into pods at injection only: an in-place update leaves a running pod's annotations alone, where OpenKruise also writes Overwrite and MergePatchJson ones then", c.what))
+	}
+	return out
 }
 
 // labelSelector returns a metav1.LabelSelector's fields of v, dropping

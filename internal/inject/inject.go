@@ -84,6 +84,10 @@
 // transferEnv their environment variables, as share.go describes; what it
 // asks for and cannot get is a warning, never a reason to skip the set.
 //
+// A set's patchPodMetadata annotations are written as PatchAnnotations
+// says, after those of the sets before it by name, when the set is
+// injected; a set left out of the pod writes none.
+//
 // # Records
 //
 // Each injected set gets an entry in the pod's sidecarset.dev/state
@@ -259,6 +263,7 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 			continue
 		}
 		state[set.Name] = b.add(set, c.head())
+		b.patchMetadata(set)
 		res.Injected = append(res.Injected, set.Name)
 	}
 
@@ -537,6 +542,18 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState) revision.
 		}
 	}
 	return rec
+}
+
+// patchMetadata writes set's patchPodMetadata into the pod built so far.
+func (b *builder) patchMetadata(set *v1alpha1.SidecarSet) {
+	if len(set.Spec.PatchPodMetadata) == 0 {
+		return
+	}
+	var warnings []string
+	b.pod.Annotations, warnings = PatchAnnotations(b.pod.Annotations, set.Spec.PatchPodMetadata)
+	for _, w := range warnings {
+		b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q %s", set.Name, w)
+	}
 }
 
 func (b *builder) addVolume(setName string, v *corev1.Volume) {

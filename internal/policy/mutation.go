@@ -29,6 +29,13 @@ type named struct {
 
 func newMutation(set *v1alpha1.SidecarSet) (*mutation, error) {
 	m := &mutation{set: set, record: recordOf(set)}
+	if len(set.Spec.PatchPodMetadata) > 0 {
+		// Retain and Overwrite would be an add operation each, but
+		// MergePatchJson, and the warning when a pod's value cannot be
+		// merged, need the webhook: one implementation of the rules keeps
+		// every set's annotations the same whichever path injects it.
+		return nil, unsupported("spec.patchPodMetadata is written by the webhook")
+	}
 	for i, cs := range [][]v1alpha1.SidecarContainer{set.Spec.Containers, set.Spec.InitContainers} {
 		field := []string{"containers", "initContainers"}[i]
 		for _, c := range cs {

@@ -28,6 +28,11 @@ func TestCompileUnsupported(t *testing.T) {
 	shareDevices.ShareVolumeDevicePolicy = &v1alpha1.SharePolicy{Type: v1alpha1.SharePolicyEnabled}
 	transfer := testutil.Container("env", "img").Sidecar("")
 	transfer.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A"}}
+	patched := func(policy v1alpha1.PatchPolicy) *v1alpha1.SidecarSet {
+		s := testutil.SidecarSet("s").Selector(db).Container("x", "i").Obj()
+		s.Spec.PatchPodMetadata = []v1alpha1.PatchPodMetadata{{PatchPolicy: policy, Annotations: map[string]string{"example.com/a": "1"}}}
+		return s
+	}
 	tests := []struct {
 		name string
 		set  *v1alpha1.SidecarSet
@@ -45,6 +50,8 @@ func TestCompileUnsupported(t *testing.T) {
 		{"transferEnv", testutil.SidecarSet("s").Selector(db).Containers(transfer).Obj(), `container "env" uses transferEnv`},
 		{"a canary", testutil.SidecarSet("s").Selector(db).CanaryOf("base").Obj(), `a canary of SidecarSet "base"`},
 		{"a base", testutil.SidecarSet("base").Selector(db).Obj(), "the base of the canary SidecarSet(s) s"},
+		{"patchPodMetadata", patched(v1alpha1.PatchOverwrite), "spec.patchPodMetadata is written by the webhook"},
+		{"patchPodMetadata with Retain", patched(v1alpha1.PatchRetain), "spec.patchPodMetadata is written by the webhook"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

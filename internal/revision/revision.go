@@ -25,7 +25,10 @@
 // pull, so they count the same way.
 //
 // Selectors, strategies and policies are in neither hash: they change which
-// pods get a revision and how fast, not what a pod runs.
+// pods get a revision and how fast, not what a pod runs. Nor is
+// patchPodMetadata: its annotations are written at injection only, so a
+// change of them has nothing to roll out and must not make running pods
+// not upgradable.
 package revision
 
 import (

@@ -66,6 +66,11 @@ func Default(set *v1alpha1.SidecarSet) {
 	if spec.RevisionHistoryLimit == nil {
 		spec.RevisionHistoryLimit = ptr.To(DefaultRevisionHistoryLimit)
 	}
+	for i := range spec.PatchPodMetadata {
+		if p := &spec.PatchPodMetadata[i]; p.PatchPolicy == "" {
+			p.PatchPolicy = v1alpha1.PatchRetain
+		}
+	}
 }
 
 func defaultSidecar(sc *v1alpha1.SidecarContainer) {
