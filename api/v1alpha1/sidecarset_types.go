@@ -116,6 +116,22 @@ const (
 	AdoptSameName AdoptionPolicy = "SameName"
 )
 
+// JobPodsPolicy says how a SidecarSet's regular containers go into pods
+// that are meant to finish.
+// +kubebuilder:validation:Enum=NativeSidecar;Keep
+type JobPodsPolicy string
+
+const (
+	// JobPodsNativeSidecar injects the regular containers into a pod with
+	// restartPolicy Never or OnFailure as native sidecars: init containers
+	// with restartPolicy Always, which the kubelet stops once the pod's
+	// regular containers have exited, so the pod completes.
+	JobPodsNativeSidecar JobPodsPolicy = "NativeSidecar"
+	// JobPodsKeep injects them as regular containers there too, with a
+	// warning: such a pod runs until its sidecars exit on their own.
+	JobPodsKeep JobPodsPolicy = "Keep"
+)
+
 // SidecarContainer is a container the SidecarSet injects: a full
 // corev1.Container plus where it goes.
 type SidecarContainer struct {
@@ -424,6 +440,21 @@ type SidecarSetSpec struct {
 	// +optional
 	// +listType=atomic
 	PatchPodMetadata []PatchPodMetadata `json:"patchPodMetadata,omitempty"`
+
+	// jobPods is NativeSidecar or Keep: how the regular containers go into a
+	// pod whose restartPolicy is Never or OnFailure (a Job's), where a
+	// regular sidecar would keep the pod running after its app exits.
+	// NativeSidecar, the default, injects each of them there as a native
+	// sidecar: an init container with restartPolicy Always, placed right
+	// after the set's own BeforeAppContainer init containers, before the
+	// pod's own init containers, whatever its podInjectPolicy (a native
+	// sidecar always starts before the app containers). Keep injects them as
+	// regular containers, with a warning. The pod's record says which list
+	// each sidecar went into, and the rollout updates it there; a change of
+	// jobPods reaches new pods only.
+	// +optional
+	// +kubebuilder:default=NativeSidecar
+	JobPods JobPodsPolicy `json:"jobPods,omitempty"`
 
 	// revisionHistoryLimit is how many old revisions are kept. Revisions that
 	// some pod still runs are never deleted. Defaults to 10.

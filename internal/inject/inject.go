@@ -52,6 +52,16 @@
 // wait (AfterAppContainer). The pod gets containers
 // [proxy exporter app log] and init containers [mesh-init setup wait].
 //
+// A pod with restartPolicy Never or OnFailure (a Job's) would never complete
+// beside a regular sidecar, so there a set with jobPods NativeSidecar (the
+// default) injects its regular containers as native sidecars (NativeInPod):
+// init containers with restartPolicy Always, after the set's own
+// BeforeAppContainer init containers, before the pod's own init containers,
+// whatever their podInjectPolicy. The same pod with restartPolicy Never gets
+// containers [app] and init containers [mesh-init proxy log exporter setup
+// wait]; with a set of jobPods Keep, its containers stay where they were,
+// with a warning.
+//
 // # Canaries
 //
 // A SidecarSet annotated sidecarset.dev/canary: "true" and
@@ -92,8 +102,8 @@
 //
 // Each injected set gets an entry in the pod's sidecarset.dev/state
 // annotation (see revision.State): its revision name, both hashes, and each
-// injected container's name, init flag and image, containers before init
-// containers, each in declared order. sidecarset.dev/injected lists the sets
+// injected container's name, init flag (the list it went into) and image,
+// containers before init containers, each in declared order. sidecarset.dev/injected lists the sets
 // in the state, and the label sidecarset.dev/managed is "true". Entries of
 // sets injected earlier are kept.
 //
@@ -115,8 +125,8 @@
 //
 // Inject warns about what depends on the pod: besides skipped sets and
 // stale or unreadable records, when a regular container goes into a pod
-// with restartPolicy Never or OnFailure, which then never completes, naming
-// the set and the container. A last warning names the containers that
+// with restartPolicy Never or OnFailure (jobPods Keep), which then never
+// completes, naming the set and the container. A last warning names the containers that
 // change the pod's QoS class, computed as the kubelet does before and after
 // injection; Guaranteed to Burstable matters most, as it moves the pod ahead
 // in OOM-kill and eviction order. What holds whatever the pod (a container
@@ -400,8 +410,13 @@ type sidecar struct {
 	set  string
 	c    *v1alpha1.SidecarContainer
 	init bool
+	// native: c is one of the set's regular containers, going into the
+	// init containers as a native sidecar (jobPods NativeSidecar); init
+	// holds too.
+	native bool
 	// built, when set, is the container with what it takes from the app
-	// containers, which goes into the pod instead of c's.
+	// containers, and restartPolicy Always when native, which goes into the
+	// pod instead of c's.
 	built *corev1.Container
 }
 
@@ -413,7 +428,14 @@ func (s sidecar) container() *corev1.Container {
 	return &s.c.Container
 }
 
-func (s sidecar) after() bool { return s.c.PodInjectPolicy == v1alpha1.AfterAppContainer }
+// after reports whether s goes after the pod's own containers of its list.
+// A native one goes before them whatever its podInjectPolicy: as a regular
+// container, it started only once every init container had run; before the
+// pod's own init containers it is up for them too, like a native sidecar the
+// set declares.
+func (s sidecar) after() bool {
+	return !s.native && s.c.PodInjectPolicy == v1alpha1.AfterAppContainer
+}
 
 func newBuilder(pod *corev1.Pod) *builder {
 	spec := &pod.Spec
@@ -446,6 +468,50 @@ func sidecarsOf(set *v1alpha1.SidecarSet) iter.Seq2[*v1alpha1.SidecarContainer, 
 			}
 		}
 	}
+}
+
+// NativeInPod reports whether set's regular containers go into pod as native
+// sidecars: a pod with restartPolicy Never or OnFailure (a Job's) completes
+// only once its regular containers have all exited, which a sidecar that
+// serves until stopped never does; the kubelet stops native sidecars once
+// the regular containers have exited. jobPods Keep leaves them regular.
+func NativeInPod(set *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
+	return set.Spec.JobPods != v1alpha1.JobPodsKeep && finishes(pod)
+}
+
+// finishes reports whether pod is meant to finish: its restartPolicy is
+// Never or OnFailure.
+func finishes(pod *corev1.Pod) bool {
+	p := pod.Spec.RestartPolicy
+	return p == corev1.RestartPolicyNever || p == corev1.RestartPolicyOnFailure
+}
+
+// sidecars returns set's sidecars in the order they go into the pod:
+// regular containers, then init containers, then, when native, the regular
+// containers moved into the init containers, after the set's own so that
+// those still run first, as they did before the regular containers started.
+func sidecars(set *v1alpha1.SidecarSet, native bool) []sidecar {
+	out := make([]sidecar, 0, len(set.Spec.Containers)+len(set.Spec.InitContainers))
+	for sc, init := range sidecarsOf(set) {
+		if !native || init {
+			out = append(out, sidecar{set: set.Name, c: sc, init: init})
+		}
+	}
+	if !native {
+		return out
+	}
+	for i := range set.Spec.Containers {
+		sc := &set.Spec.Containers[i]
+		out = append(out, sidecar{set: set.Name, c: sc, init: true, native: true, built: nativeContainer(&sc.Container)})
+	}
+	return out
+}
+
+// nativeContainer returns a copy of c that runs as a native sidecar.
+func nativeContainer(c *corev1.Container) *corev1.Container {
+	out := c.DeepCopy()
+	out.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+	return out
 }
 
 // claim takes the names of set's containers and reports whether it could:
@@ -499,10 +565,7 @@ func (b *builder) fits(set *v1alpha1.SidecarSet) string {
 // what it does not change with the pod built so far.
 func (b *builder) trial(set *v1alpha1.SidecarSet) *corev1.PodSpec {
 	spec := b.pod.Spec
-	with := slices.Clip(b.injected)
-	for sc, init := range sidecarsOf(set) {
-		with = append(with, sidecar{set: set.Name, c: sc, init: init})
-	}
+	with := append(slices.Clip(b.injected), sidecars(set, NativeInPod(set, b.pod))...)
 	spec.Containers = around(with, false, spec.Containers)
 	spec.InitContainers = around(with, true, spec.InitContainers)
 	spec.Volumes = slices.Clip(spec.Volumes)
@@ -520,18 +583,27 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState) revision.
 	n := len(set.Spec.Containers) + len(set.Spec.InitContainers)
 	rec.Containers = make([]revision.ContainerState, 0, n)
 	b.injected = slices.Grow(b.injected, n)
-	for sc, init := range sidecarsOf(set) {
-		s := sidecar{set: set.Name, c: sc, init: init}
-		if takesFromApps(sc) {
-			built, warnings := withApps(sc, b.apps, b.fields)
+	native := NativeInPod(set, b.pod)
+	for _, s := range sidecars(set, native) {
+		if takesFromApps(s.c) {
+			built, warnings := withApps(s.c, b.apps, b.fields)
+			if s.native {
+				built.RestartPolicy = s.built.RestartPolicy
+			}
 			s.built = &built
 			for _, w := range warnings {
 				b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q %s", set.Name, w)
 			}
 		}
 		b.injected = append(b.injected, s)
-		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init, Image: sc.Image})
-		b.warnRestartPolicy(set.Name, sc, init)
+		if !s.init && finishes(b.pod) {
+			b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always", set.Name, s.c.Name, b.pod.Spec.RestartPolicy)
+		}
+	}
+	// The record lists the containers as the set declares them, each with
+	// the list it went into.
+	for sc, init := range sidecarsOf(set) {
+		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init || native, Image: sc.Image})
 	}
 	for i := range set.Spec.Volumes {
 		b.addVolume(set.Name, &set.Spec.Volumes[i])
@@ -612,16 +684,6 @@ func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Cont
 		}
 	}
 	return out
-}
-
-// warnRestartPolicy warns when a regular container goes into a pod that is
-// meant to finish: it keeps running after the app exits, so the pod never
-// does; the kubelet stops a native sidecar once the regular containers have
-// exited.
-func (b *builder) warnRestartPolicy(setName string, sc *v1alpha1.SidecarContainer, init bool) {
-	if policy := b.pod.Spec.RestartPolicy; !init && (policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure) {
-		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: declare it under initContainers with restartPolicy: Always", setName, sc.Name, policy)
-	}
 }
 
 // qosWarning returns a warning when injection changed the pod's QoS class

@@ -21,7 +21,12 @@
 //     Security level the sidecars break (see podSecurityCondition): the
 //     containers in place, volumes and
 //     imagePullSecrets the pod lacks, the per-set record and
-//     sidecarset.dev/injected, and the label sidecarset.dev/managed.
+//     sidecarset.dev/injected, and the label sidecarset.dev/managed. For a
+//     set with jobPods NativeSidecar and regular containers, the patch
+//     chooses by the pod's restartPolicy: a Job's pod (Never, OnFailure)
+//     gets the regular containers as native sidecars after the set's own
+//     init containers and a record that lists them as init containers,
+//     as inject.NativeInPod says; any other pod gets them in place.
 //
 // # Placement across sets
 //

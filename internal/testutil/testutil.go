@@ -222,6 +222,12 @@ func (b *SidecarSetBuilder) Paused() *SidecarSetBuilder {
 	return b
 }
 
+// JobPods sets spec.jobPods.
+func (b *SidecarSetBuilder) JobPods(p v1alpha1.JobPodsPolicy) *SidecarSetBuilder {
+	b.set.Spec.JobPods = p
+	return b
+}
+
 // Obj returns the SidecarSet.
 func (b *SidecarSetBuilder) Obj() *v1alpha1.SidecarSet {
 	return b.set.DeepCopy()

@@ -63,6 +63,9 @@ func Default(set *v1alpha1.SidecarSet) {
 	if spec.AdoptionPolicy == "" {
 		spec.AdoptionPolicy = v1alpha1.AdoptNever
 	}
+	if spec.JobPods == "" {
+		spec.JobPods = v1alpha1.JobPodsNativeSidecar
+	}
 	if spec.RevisionHistoryLimit == nil {
 		spec.RevisionHistoryLimit = ptr.To(DefaultRevisionHistoryLimit)
 	}

@@ -180,6 +180,7 @@ func validateSpec(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.ErrorLis
 	errs = append(errs, validateUpdateStrategy(&spec.UpdateStrategy, fld.Child("updateStrategy"))...)
 	errs = append(errs, validateEnum(spec.DriftPolicy, []v1alpha1.DriftPolicy{v1alpha1.DriftReport, v1alpha1.DriftRevert}, fld.Child("driftPolicy"))...)
 	errs = append(errs, validateEnum(spec.AdoptionPolicy, []v1alpha1.AdoptionPolicy{v1alpha1.AdoptNever, v1alpha1.AdoptSameName}, fld.Child("adoptionPolicy"))...)
+	errs = append(errs, validateEnum(spec.JobPods, []v1alpha1.JobPodsPolicy{v1alpha1.JobPodsNativeSidecar, v1alpha1.JobPodsKeep}, fld.Child("jobPods"))...)
 	if l := spec.RevisionHistoryLimit; l != nil && *l < 0 {
 		errs = append(errs, field.Invalid(fld.Child("revisionHistoryLimit"), *l, "must be greater than or equal to 0"))
 	}
