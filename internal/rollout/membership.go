@@ -156,11 +156,18 @@ func MemberOf(pod *corev1.Pod, set *v1alpha1.SidecarSet, canaries []*v1alpha1.Si
 		_, ok := state[name]
 		return ok || listed(pod.Annotations[v1alpha1.AnnotationInjected], name)
 	}
+	// A pod that carries a canary's record is the canary's while the canary
+	// still selects it; once it no longer does (its selector narrowed), the
+	// pod matches the base alone and is the base's unmanaged pod.
+	matches := func(c *v1alpha1.SidecarSet) bool {
+		ok, err := inject.Matches(c, pod, ns, opts)
+		return err == nil && ok
+	}
 	if base := inject.CanaryOf(set); base != "" && carries(base) {
 		return Member{Membership: KeptByBase}
 	}
 	for _, c := range canaries {
-		if inject.CanaryOf(c) == set.Name && (carries(c.Name) || inject.Replaces(c, pod, ns, opts)) {
+		if inject.CanaryOf(c) == set.Name && (carries(c.Name) && matches(c) || inject.Replaces(c, pod, ns, opts)) {
 			return Member{Membership: Replaced}
 		}
 	}

@@ -95,7 +95,10 @@ func TestMemberOf(t *testing.T) {
 				v1alpha1.AnnotationInjected: "mysql-sidecars,other", v1alpha1.AnnotationState: both}},
 		// Canaries: "other" is a canary of the set under test.
 		{name: "a canary selects the pod", labels: canaryLabels, want: Replaced, canaries: []*v1alpha1.SidecarSet{canary}},
-		{name: "a canary carries the pod's record", labels: managed, want: Replaced, canaries: []*v1alpha1.SidecarSet{canary},
+		{name: "a canary carries the pod's record", labels: map[string]string{"app": "db", "track": "canary", v1alpha1.LabelManaged: "true"}, want: Replaced,
+			canaries:    []*v1alpha1.SidecarSet{testutil.SidecarSet("other").Selector(canaryLabels).CanaryOf(setName).Paused().Obj()},
+			annotations: map[string]string{v1alpha1.AnnotationInjected: "other", v1alpha1.AnnotationState: revision.Encode(revision.State{"other": other})}},
+		{name: "a canary's record, the canary no longer selecting the pod", labels: managed, want: Unmanaged, canaries: []*v1alpha1.SidecarSet{canary},
 			annotations: map[string]string{v1alpha1.AnnotationInjected: "other", v1alpha1.AnnotationState: revision.Encode(revision.State{"other": other})}},
 		{name: "a paused canary hands new pods back", labels: canaryLabels, want: Unmanaged,
 			canaries: []*v1alpha1.SidecarSet{testutil.SidecarSet("other").Selector(canaryLabels).CanaryOf(setName).Paused().Obj()}},
