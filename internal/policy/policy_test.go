@@ -28,6 +28,9 @@ func TestCompileUnsupported(t *testing.T) {
 	shareDevices.ShareVolumeDevicePolicy = &v1alpha1.SharePolicy{Type: v1alpha1.SharePolicyEnabled}
 	transfer := testutil.Container("env", "img").Sidecar("")
 	transfer.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A"}}
+	sized := testutil.Container("sized", "img").RestartAlways().Sidecar("")
+	sized.ResourcesPolicy = &v1alpha1.ResourcesPolicy{TargetContainersMode: v1alpha1.TargetContainersModeSum,
+		ResourcesExpr: v1alpha1.ResourcesExpr{Requests: &v1alpha1.ResourceExpressions{CPU: "cpu / 10"}}}
 	tests := []struct {
 		name string
 		set  *v1alpha1.SidecarSet
@@ -43,6 +46,7 @@ func TestCompileUnsupported(t *testing.T) {
 		{"shareVolumePolicy", testutil.SidecarSet("s").Selector(db).Containers(share).Obj(), `container "log" uses shareVolumePolicy`},
 		{"shareVolumeDevicePolicy on an init container", testutil.SidecarSet("s").Selector(db).InitContainers(shareDevices).Obj(), `container "dev" uses shareVolumeDevicePolicy`},
 		{"transferEnv", testutil.SidecarSet("s").Selector(db).Containers(transfer).Obj(), `container "env" uses transferEnv`},
+		{"resourcesPolicy on a native sidecar", testutil.SidecarSet("s").Selector(db).InitContainers(sized).Obj(), `container "sized" uses resourcesPolicy`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
