@@ -140,8 +140,9 @@ type SidecarContainer struct {
 	// injection from those of the pod's app containers, instead of fixed
 	// resources, which must then be empty. On an init container it needs
 	// restartPolicy Always (a native sidecar). The resources a pod got stay
-	// as they were: a change of resourcesPolicy makes running pods not
-	// upgradable in place, as any change beyond the image does.
+	// as they were: running sidecars are not resized, so a change of
+	// resourcesPolicy makes running pods not upgradable in place, as any
+	// change beyond the image does, while a new image still goes in place.
 	// +optional
 	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
 }
