@@ -107,7 +107,7 @@ func policyResources(p *v1alpha1.ResourcesPolicy, own []*corev1.Container, isGua
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return corev1.ResourceRequirements{}, fmt.Errorf("targetContainersNameRegex %q: %v", pattern, err)
+		return corev1.ResourceRequirements{}, fmt.Errorf("targetContainersNameRegex %q: %w", pattern, err)
 	}
 	var targets []*corev1.Container
 	for _, c := range own {
@@ -144,7 +144,7 @@ func policyResources(p *v1alpha1.ResourcesPolicy, own []*corev1.Container, isGua
 			}
 			q, err := evaluate(res.expr, res.name, combined)
 			if err != nil {
-				return corev1.ResourceRequirements{}, fmt.Errorf("resourcesExpr.%s.%s %q: %v", part.name, res.name, res.expr, err)
+				return corev1.ResourceRequirements{}, fmt.Errorf("resourcesExpr.%s.%s %q: %w", part.name, res.name, res.expr, err)
 			}
 			if *part.into == nil {
 				*part.into = corev1.ResourceList{}
@@ -175,8 +175,8 @@ func combine(targets []*corev1.Container, mode v1alpha1.TargetContainersMode, na
 		} else if !ok {
 			return resource.Quantity{}, false
 		}
-		switch {
-		case mode == v1alpha1.TargetContainersModeMax:
+		switch mode {
+		case v1alpha1.TargetContainersModeMax:
 			if v.Cmp(q) > 0 {
 				q = v.DeepCopy()
 			}
