@@ -32,10 +32,21 @@ mkdir -p "$dir"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 # build NAME MODULE_DIR PACKAGE LDFLAGS: builds one binary unless it is cached,
-# printing a line every 30 s so a long first build never looks stuck.
+# printing a line every 30 s so a long first build never looks stuck. One
+# build of a binary at a time: a second caller waits for the first's.
 build() {
 	local name=$1 moddir=$2 pkg=$3 ldflags=$4
 	if [ -x "$dir/$name" ]; then
+		return
+	fi
+	local lock
+	exec {lock}>"$dir/$name.lock"
+	if ! flock -n "$lock"; then
+		log "another build of $name is running; waiting for it"
+		flock "$lock"
+	fi
+	if [ -x "$dir/$name" ]; then
+		exec {lock}>&-
 		return
 	fi
 	log "building $name from source (first run only; kube-apiserver and the kubelet take about 5 minutes each on 2 cores)"
@@ -51,6 +62,7 @@ build() {
 		exit "$rc"
 	fi
 	mv "$dir/$name.tmp" "$dir/$name"
+	exec {lock}>&-
 	log "built $name in $((SECONDS - start)) s"
 }
 

@@ -30,6 +30,15 @@ const (
 	// declares an older revision again; this one never changes, so it tells
 	// which of two revisions was declared first.
 	AnnotationFirstRevision = "sidecarset.dev/first-revision"
+	// AnnotationCanary set to "true" on a SidecarSet, together with
+	// AnnotationCanaryOf naming another SidecarSet (its base), makes it that
+	// base's canary: a new pod the canary selects gets the canary's sidecars
+	// instead of the base's. The canary declares the same container names as
+	// its base and selects only pods the base selects.
+	AnnotationCanary = "sidecarset.dev/canary"
+	// AnnotationCanaryOf names the base SidecarSet of a canary (see
+	// AnnotationCanary). Without AnnotationCanary "true" it has no effect.
+	AnnotationCanaryOf = "sidecarset.dev/canary-of"
 	// LabelManaged is "true" on every pod that carries an injection record, so
 	// the manager can watch those pods only.
 	LabelManaged = "sidecarset.dev/managed"
@@ -105,6 +114,22 @@ const (
 	// AdoptSameName manages a pod that already carries containers with the
 	// sidecars' names whose spec equals the declared one except the image.
 	AdoptSameName AdoptionPolicy = "SameName"
+)
+
+// JobPodsPolicy says how a SidecarSet's regular containers go into pods
+// that are meant to finish.
+// +kubebuilder:validation:Enum=NativeSidecar;Keep
+type JobPodsPolicy string
+
+const (
+	// JobPodsNativeSidecar injects the regular containers into a pod with
+	// restartPolicy Never or OnFailure as native sidecars: init containers
+	// with restartPolicy Always, which the kubelet stops once the pod's
+	// regular containers have exited, so the pod completes.
+	JobPodsNativeSidecar JobPodsPolicy = "NativeSidecar"
+	// JobPodsKeep injects them as regular containers there too, with a
+	// warning: such a pod runs until its sidecars exit on their own.
+	JobPodsKeep JobPodsPolicy = "Keep"
 )
 
 // SidecarContainer is a container the SidecarSet injects: a full
@@ -281,6 +306,44 @@ type SourceContainerNameSource struct {
 	FieldRef *corev1.ObjectFieldSelector `json:"fieldRef"`
 }
 
+// PatchPolicy says how a patchPodMetadata entry's annotation meets a value
+// the pod already has under the same key.
+// +kubebuilder:validation:Enum=Retain;Overwrite;MergePatchJson
+type PatchPolicy string
+
+const (
+	// PatchRetain keeps the pod's value; the declared one goes only where the
+	// pod has none.
+	PatchRetain PatchPolicy = "Retain"
+	// PatchOverwrite replaces the pod's value with the declared one.
+	PatchOverwrite PatchPolicy = "Overwrite"
+	// PatchMergePatchJSON treats both values as JSON objects and applies the
+	// declared one to the pod's as a JSON merge patch (RFC 7386): members
+	// the pod's object lacks are added, members both have take the declared
+	// value (objects merged member by member), and a member declared null is
+	// removed. Where the pod has no value, the declared one is written.
+	PatchMergePatchJSON PatchPolicy = "MergePatchJson"
+)
+
+// PatchPodMetadata is a set of annotations written into the pods a
+// SidecarSet is injected into, with the policy for keys the pod already
+// has.
+type PatchPodMetadata struct {
+	// annotations to write, each key one the manager allows
+	// (--patch-pod-metadata-allowed-keys). With patchPolicy
+	// MergePatchJson, every value is a JSON object.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	Annotations map[string]string `json:"annotations"`
+
+	// patchPolicy is Retain (the pod's own value wins), Overwrite (the
+	// declared value wins) or MergePatchJson (the declared value is merged
+	// into the pod's). Defaults to Retain.
+	// +optional
+	// +kubebuilder:default=Retain
+	PatchPolicy PatchPolicy `json:"patchPolicy,omitempty"`
+}
+
 // InjectionStrategy controls injection into new pods.
 type InjectionStrategy struct {
 	// paused stops injection into new pods; running pods are still updated.
@@ -451,6 +514,35 @@ type SidecarSetSpec struct {
 	// +optional
 	// +kubebuilder:default=Never
 	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`
+
+	// patchPodMetadata writes annotations into the pods the set is injected
+	// into, when it is injected: an in-place update of a running pod's
+	// sidecars leaves its annotations as they are, and a change of
+	// patchPodMetadata reaches new pods only. Like the selectors, it is in
+	// neither revision hash, so changing it starts no rollout and makes no
+	// pod not upgradable. Only keys the manager allows may be written
+	// (--patch-pod-metadata-allowed-keys, none by default), never one under
+	// sidecarset.dev/, and no key twice. Two sets that can select the same
+	// pod may write the same key only with the same policy and value, or
+	// both with MergePatchJson objects that set no member differently.
+	// +optional
+	// +listType=atomic
+	PatchPodMetadata []PatchPodMetadata `json:"patchPodMetadata,omitempty"`
+
+	// jobPods is NativeSidecar or Keep: how the regular containers go into a
+	// pod whose restartPolicy is Never or OnFailure (a Job's), where a
+	// regular sidecar would keep the pod running after its app exits.
+	// NativeSidecar, the default, injects each of them there as a native
+	// sidecar: an init container with restartPolicy Always, placed right
+	// after the set's own BeforeAppContainer init containers, before the
+	// pod's own init containers, whatever its podInjectPolicy (a native
+	// sidecar always starts before the app containers). Keep injects them as
+	// regular containers, with a warning. The pod's record says which list
+	// each sidecar went into, and the rollout updates it there; a change of
+	// jobPods reaches new pods only.
+	// +optional
+	// +kubebuilder:default=NativeSidecar
+	JobPods JobPodsPolicy `json:"jobPods,omitempty"`
 
 	// revisionHistoryLimit is how many old revisions are kept. Revisions that
 	// some pod still runs are never deleted. Defaults to 10.

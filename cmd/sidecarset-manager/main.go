@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sidecarset/sidecarset/internal/manager"
+	"github.com/sidecarset/sidecarset/internal/validation"
 )
 
 const usage = `sidecarset-manager runs the SidecarSet controllers and webhooks.
@@ -72,6 +74,12 @@ func main() {
 		"  (needs admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, Kubernetes 1.36 or later); a set a policy cannot\n"+
 		"  express stays on the webhook, and its status.injection says why (kubectl sidecarset status);\n"+
 		"auto: policy where the apiserver serves it, webhook elsewhere")
+	fs.Func(strings.TrimPrefix(validation.AllowedKeysFlag, "--"),
+		"annotation keys SidecarSets may write into pods with spec.patchPodMetadata, comma-separated: a key (prometheus.io/scrape), a prefix ending in \"/\" (example.com/: every key under it) or in \"*\" (example.com/log-*; \"*\" alone: every key); keys under sidecarset.dev/ never. Default none: the SidecarSet webhook refuses a set that writes any other key",
+		func(s string) (err error) {
+			opts.PatchPodMetadataAllowedKeys, err = validation.ParseAllowedKeys(s)
+			return err
+		})
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	// --kubeconfig is registered by controller-runtime's config package.

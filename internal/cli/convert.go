@@ -32,11 +32,14 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
 OpenKruise field sidecarset does not support (hot upgrade,
-patchPodMetadata, injectionStrategy.revision, customVersion, ...) is dropped
-with a warning on stderr naming it, and so is a field OpenKruise's API does
-not have; "Note:" lines name dropped values that mean what sidecarset does
-anyway (upgradeType ColdUpgrade, a shareVolumePolicy other than enabled).
-shareVolumePolicy, shareVolumeDevicePolicy, transferEnv and resourcesPolicy carry over. A percentage partition
+injectionStrategy.revision, customVersion, ...) is dropped with a warning on
+stderr naming it, and so is a field OpenKruise's API does not have; "Note:"
+lines name dropped values that mean what sidecarset does anyway (upgradeType
+ColdUpgrade, a shareVolumePolicy other than enabled). shareVolumePolicy,
+shareVolumeDevicePolicy, transferEnv, resourcesPolicy, patchPodMetadata and canary SidecarSets
+(apps.kruise.io/sidecarset-canary and -base) carry over; the keys
+patchPodMetadata writes must be allowed on the manager
+(--patch-pod-metadata-allowed-keys), which a warning says. A percentage partition
 that counts differently here gets a warning with the difference. Server-set
 metadata, OpenKruise's hash annotations and status are dropped.
 
@@ -208,6 +211,8 @@ type converter struct {
 	// differ in a few spec fields.
 	apiVersion string
 	notes      []string
+	// canaryOf is the base the converted set is a canary of, or "".
+	canaryOf string
 }
 
 // drop reports a field that is not carried over because sidecarset has no
@@ -263,7 +268,18 @@ func (r *convertRun) object(obj map[string]any, what string) (map[string]any, bo
 		return nil, false, fmt.Errorf("converted SidecarSet does not decode: %w", err)
 	}
 	validation.Default(set)
-	if errs := validation.ValidateCreate(set, nil, validation.Options{ManagerNamespace: r.opts.ManagerNamespace}); len(errs) > 0 {
+	// The allowed annotation keys are the manager's; patchPodMetadata
+	// warned about them already.
+	checked := set
+	if c.canaryOf != "" {
+		// A canary is checked against its base, which may be in another
+		// file or already in the cluster: the apiserver's webhook checks
+		// the pair when it is applied.
+		checked = set.DeepCopy()
+		delete(checked.Annotations, v1alpha1.AnnotationCanary)
+		delete(checked.Annotations, v1alpha1.AnnotationCanaryOf)
+	}
+	if errs := validation.ValidateCreate(checked, nil, validation.Options{ManagerNamespace: r.opts.ManagerNamespace, AnyAnnotationKey: true}); len(errs) > 0 {
 		for _, e := range errs {
 			c.warn("sidecarset's validation would refuse it: %s", e.Error())
 		}
@@ -292,6 +308,32 @@ const (
 	kruiseCustomVersionLabel = "apps.kruise.io/sidecarset-custom-version"
 )
 
+// canary turns OpenKruise's canary annotations into sidecarset's, in
+// place. OpenKruise reads a canary only with both (canary "true" and a
+// base); either alone means nothing there, and is dropped.
+func (c *converter) canary(annotations map[string]any) {
+	canary, hasCanary := annotations[kruiseCanaryAnnotation]
+	base, hasBase := annotations[kruiseBaseAnnotation]
+	delete(annotations, kruiseCanaryAnnotation)
+	delete(annotations, kruiseBaseAnnotation)
+	if baseName, _ := base.(string); canary == "true" && baseName != "" {
+		annotations[v1alpha1.AnnotationCanary] = "true"
+		annotations[v1alpha1.AnnotationCanaryOf] = baseName
+		c.canaryOf = baseName
+		c.warn("metadata.annotations[%s] and [%s] carried over as %s and %s: sidecarset also requires the canary to declare the same container names as %s and to select only pods it selects, and rolls the canary's own pods out by its updateStrategy (OpenKruise allows only NotUpdate)",
+			kruiseCanaryAnnotation, kruiseBaseAnnotation, v1alpha1.AnnotationCanary, v1alpha1.AnnotationCanaryOf, baseName)
+		return
+	}
+	for _, a := range []struct {
+		key string
+		has bool
+	}{{kruiseCanaryAnnotation, hasCanary}, {kruiseBaseAnnotation, hasBase}} {
+		if k := a.key; a.has {
+			c.same("metadata.annotations["+k+"]", fmt.Sprintf("OpenKruise makes a canary only of %s \"true\" together with a non-empty %s", kruiseCanaryAnnotation, kruiseBaseAnnotation))
+		}
+	}
+}
+
 // metadata keeps what a user wrote: name, labels, annotations, without
 // what belongs to the OpenKruise installation.
 func (c *converter) metadata(v any) map[string]any {
@@ -317,12 +359,7 @@ func (c *converter) metadata(v any) map[string]any {
 		for _, k := range []string{kruiseHashAnnotation, kruiseHashWithoutImageAnnotation, lastAppliedAnnotation} {
 			delete(annotations, k)
 		}
-		for _, k := range []string{kruiseCanaryAnnotation, kruiseBaseAnnotation} {
-			if _, ok := annotations[k]; ok {
-				delete(annotations, k)
-				c.drop("metadata.annotations["+k+"]", "sidecarset has no canary SidecarSets: a pod that two sets select gets both, and the second one's same-named containers clash; give the canary its own selector or use updateStrategy.partition")
-			}
-		}
+		c.canary(annotations)
 		if len(annotations) > 0 {
 			out["annotations"] = annotations
 		}
@@ -370,7 +407,9 @@ func (c *converter) spec(spec map[string]any) (map[string]any, error) {
 				out[k] = s
 			}
 		case k == "patchPodMetadata":
-			c.drop("spec.patchPodMetadata", "sidecarset does not write pod annotations on behalf of a SidecarSet; set them in the workloads (the annotations OpenKruise wrote stay on its pods)")
+			if p := c.patchPodMetadata(v); len(p) > 0 {
+				out[k] = p
+			}
 		case k == "customVersion" && c.apiVersion == kruiseV1beta1:
 			c.drop("spec.customVersion", customVersionWhy)
 		default:
@@ -388,6 +427,48 @@ func (c *converter) spec(spec map[string]any) (map[string]any, error) {
 		c.partition(strategy)
 	}
 	return out, nil
+}
+
+// patchPodMetadata returns the entries of a patchPodMetadata, which mean
+// the same here, and warns that the manager must allow their keys: its
+// default allows none, and OpenKruise's whitelist (a ConfigMap of its own)
+// does not carry over. OpenKruise also writes Overwrite and MergePatchJson
+// annotations into running pods at an in-place update; sidecarset writes
+// them at injection only.
+func (c *converter) patchPodMetadata(v any) []any {
+	var out []any
+	var keys []string
+	inPlace := false
+	for i, item := range asSlice(v) {
+		p := fmt.Sprintf("spec.patchPodMetadata[%d]", i)
+		m, _ := item.(map[string]any)
+		conv := map[string]any{}
+		for _, k := range sortedKeys(m) {
+			switch k {
+			case "annotations":
+				annotations, _ := m[k].(map[string]any)
+				keys = append(keys, sortedKeys(annotations)...)
+				conv[k] = m[k]
+			case "patchPolicy":
+				if pol, _ := m[k].(string); pol != string(v1alpha1.PatchRetain) && pol != "" {
+					inPlace = true
+				}
+				conv[k] = m[k]
+			default:
+				c.unknown(p + "." + k)
+			}
+		}
+		out = append(out, conv)
+	}
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		c.warn("spec.patchPodMetadata writes the annotation keys %s into pods: the manager's %s (the chart's patchPodMetadata.allowedKeys) must allow them, or a prefix of them ending in \"/\" or \"*\"; it allows none by default, and OpenKruise's whitelist does not carry over",
+			strings.Join(slices.Compact(keys), ", "), validation.AllowedKeysFlag)
+	}
+	if inPlace {
+		c.notes = append(c.notes, fmt.Sprintf("Note: %s: spec.patchPodMetadata is written into pods at injection only: an in-place update leaves a running pod's annotations alone, where OpenKruise also writes Overwrite and MergePatchJson ones then", c.what))
+	}
+	return out
 }
 
 // labelSelector returns a metav1.LabelSelector's fields of v, dropping

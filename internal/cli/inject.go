@@ -511,7 +511,7 @@ func ReadSidecarSets(r io.Reader, source, managerNamespace string) ([]*v1alpha1.
 	var warnings []string
 	for _, set := range sets {
 		validation.Default(set)
-		if errs := validation.ValidateCreate(set, sets, validation.Options{ManagerNamespace: managerNamespace}); len(errs) > 0 {
+		if errs := validation.ValidateCreate(set, sets, validation.Options{ManagerNamespace: managerNamespace, AnyAnnotationKey: true}); len(errs) > 0 {
 			warnings = append(warnings, fmt.Sprintf("SidecarSet %q in %s would be refused by the validating webhook, so it is not injected: %v", set.Name, source, errs.ToAggregate()))
 			continue
 		}

@@ -155,7 +155,9 @@ func setPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, nam
 		if err != nil {
 			return nil, err
 		}
-		m := rollout.MemberOf(pod, set, ns, inject.Options{ManagerNamespace: managerNamespace})
+		// Only Managed pods are listed: a canary's pods carry no record of
+		// its base, so the base's canaries change nothing here.
+		m := rollout.MemberOf(pod, set, nil, ns, inject.Options{ManagerNamespace: managerNamespace})
 		if m.Membership != rollout.Managed {
 			continue
 		}

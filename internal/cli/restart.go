@@ -478,6 +478,15 @@ func unmanagedPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSe
 		client.MatchingFieldsSelector{Selector: rollout.NotFinished}); err != nil {
 		return fmt.Errorf("list pods matching %s: %w", selector, err)
 	}
+	// The pods a canary of the set selects are the canary's.
+	var sets v1alpha1.SidecarSetList
+	if err := c.List(ctx, &sets); err != nil {
+		return fmt.Errorf("list SidecarSets for the canaries of %s: %w", set.Name, err)
+	}
+	canaries := make([]*v1alpha1.SidecarSet, len(sets.Items))
+	for i := range sets.Items {
+		canaries[i] = &sets.Items[i]
+	}
 	namespaces := namespaceCache{c: c}
 	for i := range pods.Items {
 		m := &pods.Items[i]
@@ -486,7 +495,7 @@ func unmanagedPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSe
 			return err
 		}
 		var w owner
-		switch rollout.MemberOf(&corev1.Pod{ObjectMeta: m.ObjectMeta}, set, ns, inject.Options{ManagerNamespace: opts.ManagerNamespace}).Membership {
+		switch rollout.MemberOf(&corev1.Pod{ObjectMeta: m.ObjectMeta}, set, canaries, ns, inject.Options{ManagerNamespace: opts.ManagerNamespace}).Membership {
 		case rollout.Unmanaged, rollout.Corrupt:
 			if !opts.Which.Unmanaged {
 				continue

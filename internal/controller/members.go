@@ -49,6 +49,10 @@ func (r *Reconciler) matchedPods(ctx context.Context, set *v1alpha1.SidecarSet) 
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list managed pods: %w", err)
 	}
+	canaries, err := r.canaries(ctx, set)
+	if err != nil {
+		return nil, err
+	}
 	namespaces := map[string]*corev1.Namespace{}
 	var out []matched
 	for i := range list.Items {
@@ -57,13 +61,29 @@ func (r *Reconciler) matchedPods(ctx context.Context, set *v1alpha1.SidecarSet) 
 		if err != nil {
 			return nil, err
 		}
-		m := rollout.MemberOf(pod, set, ns, r.injectOptions())
+		m := rollout.MemberOf(pod, set, canaries, ns, r.injectOptions())
 		switch m.Membership {
 		case rollout.Managed:
 			out = append(out, matched{pod: pod, rec: m.Record})
 		case rollout.Corrupt:
 			r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonCorruptState, "Decode",
 				"pod is treated as not injected by %s: %v", set.Name, m.Err)
+		}
+	}
+	return out, nil
+}
+
+// canaries returns the canaries of set (inject.CanaryOf), from the cache:
+// the pods they selected are theirs, not set's.
+func (r *Reconciler) canaries(ctx context.Context, set *v1alpha1.SidecarSet) ([]*v1alpha1.SidecarSet, error) {
+	var list v1alpha1.SidecarSetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list SidecarSets for the canaries of %s: %w", set.Name, err)
+	}
+	var out []*v1alpha1.SidecarSet
+	for i := range list.Items {
+		if inject.CanaryOf(&list.Items[i]) == set.Name {
+			out = append(out, &list.Items[i])
 		}
 	}
 	return out, nil
@@ -178,6 +198,10 @@ func (r *Reconciler) recount(ctx context.Context, set *v1alpha1.SidecarSet, judg
 	if err != nil {
 		return next, fmt.Errorf("spec.selector: %w", err)
 	}
+	canaries, err := r.canaries(ctx, set)
+	if err != nil {
+		return next, err
+	}
 	log := ctrl.LoggerFrom(ctx)
 	namespaces := map[string]*corev1.Namespace{}
 	// Metadata only, filtered by the set's selector on the apiserver, a page
@@ -198,7 +222,7 @@ func (r *Reconciler) recount(ctx context.Context, set *v1alpha1.SidecarSet, judg
 			if err != nil {
 				return next, err
 			}
-			m := rollout.MemberOf(&corev1.Pod{ObjectMeta: meta.ObjectMeta}, set, ns, r.injectOptions()).Membership
+			m := rollout.MemberOf(&corev1.Pod{ObjectMeta: meta.ObjectMeta}, set, canaries, ns, r.injectOptions()).Membership
 			if set.Spec.AdoptionPolicy == v1alpha1.AdoptSameName && m.MayAdopt() {
 				if rv, ok := judged[meta.UID]; ok && rv == meta.ResourceVersion {
 					next.notAdoptable[meta.UID] = rv
@@ -265,17 +289,21 @@ type adoption struct {
 func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key types.NamespacedName, ns *corev1.Namespace) (adoption, error) {
 	var res adoption
 	var adopted *corev1.Pod
+	canaries, err := r.canaries(ctx, set)
+	if err != nil {
+		return res, err
+	}
 	// A new pod's status changes often while its containers start; a
 	// conflict means only that, so read it again and retry now rather than
 	// wait for the next recount.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		res, adopted = adoption{}, nil
 		pod := &corev1.Pod{}
 		if err := r.APIReader.Get(ctx, key, pod); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		res.uid, res.resourceVersion = pod.UID, pod.ResourceVersion
-		if !rollout.MemberOf(pod, set, ns, r.injectOptions()).MayAdopt() || !rollout.Adoptable(pod, set) {
+		if !rollout.MemberOf(pod, set, canaries, ns, r.injectOptions()).MayAdopt() || !rollout.Adoptable(pod, set) {
 			return nil
 		}
 		state, err := revision.Put(pod.Annotations, set.Name, rollout.AdoptionRecord(pod, set))

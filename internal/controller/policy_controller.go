@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,12 +86,23 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.inStep = map[string]inStep{}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.SidecarSet{}).
+		// A canary created or deleted moves its base to or from the webhook.
+		Watches(&v1alpha1.SidecarSet{}, handler.EnqueueRequestsFromMapFunc(baseOfCanary)).
 		Named("sidecarset-policy")
 	if r.Served {
 		b = b.Watches(&admissionregistrationv1.MutatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(setOfPolicy)).
 			Watches(&admissionregistrationv1.MutatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(setOfPolicy))
 	}
 	return b.Complete(r)
+}
+
+// baseOfCanary maps a canary to its base (inject.CanaryOf).
+func baseOfCanary(_ context.Context, obj client.Object) []reconcile.Request {
+	set, ok := obj.(*v1alpha1.SidecarSet)
+	if !ok || inject.CanaryOf(set) == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: inject.CanaryOf(set)}}}
 }
 
 // setOfPolicy maps a policy or binding to the set its label names, whether
@@ -232,7 +244,11 @@ func (r *PolicyReconciler) compile(ctx context.Context, set *v1alpha1.SidecarSet
 	if err != nil {
 		return policy.Compiled{}, "", err
 	}
-	compiled, err := policy.Compile(injected, policy.Options{ManagerNamespace: r.Namespace, Excluded: excluded})
+	canaries, err := r.canaries(ctx, set.Name)
+	if err != nil {
+		return policy.Compiled{}, "", err
+	}
+	compiled, err := policy.Compile(injected, policy.Options{ManagerNamespace: r.Namespace, Excluded: excluded, Canaries: canaries})
 	if err != nil {
 		return policy.Compiled{}, "", err
 	}
@@ -242,6 +258,22 @@ func (r *PolicyReconciler) compile(ctx context.Context, set *v1alpha1.SidecarSet
 	}
 	sum := sha256.Sum256(raw)
 	return compiled, hex.EncodeToString(sum[:])[:16], nil
+}
+
+// canaries names the canaries of the set named base, sorted.
+func (r *PolicyReconciler) canaries(ctx context.Context, base string) ([]string, error) {
+	var list v1alpha1.SidecarSetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list SidecarSets for the canaries of %s: %w", base, err)
+	}
+	var out []string
+	for i := range list.Items {
+		if inject.CanaryOf(&list.Items[i]) == base {
+			out = append(out, list.Items[i].Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // excluded returns the namespaces the installed pod webhook leaves out by

@@ -79,8 +79,8 @@ func portClash(spec *corev1.PodSpec, earlier []sidecar, set *v1alpha1.SidecarSet
 		bind(&spec.Containers[i])
 	}
 	for _, s := range earlier {
-		if running(&s.c.Container, s.init) {
-			bind(&s.c.Container)
+		if running(s.container(), s.init) {
+			bind(s.container())
 		}
 	}
 	for sc, init := range sidecarsOf(set) {

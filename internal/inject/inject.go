@@ -52,6 +52,28 @@
 // wait (AfterAppContainer). The pod gets containers
 // [proxy exporter app log] and init containers [mesh-init setup wait].
 //
+// A pod with restartPolicy Never or OnFailure (a Job's) would never complete
+// beside a regular sidecar, so there a set with jobPods NativeSidecar (the
+// default) injects its regular containers as native sidecars (NativeInPod):
+// init containers with restartPolicy Always, after the set's own
+// BeforeAppContainer init containers, before the pod's own init containers,
+// whatever their podInjectPolicy. The same pod with restartPolicy Never gets
+// containers [app] and init containers [mesh-init proxy log exporter setup
+// wait]; with a set of jobPods Keep, its containers stay where they were,
+// with a warning.
+//
+// # Canaries
+//
+// A SidecarSet annotated sidecarset.dev/canary: "true" and
+// sidecarset.dev/canary-of: BASE (CanaryOf) replaces BASE in the pods it
+// matches: when a canary whose injection is not paused selects the pod,
+// BASE is not injected into it, whether or not the canary itself then fits
+// the pod. A paused canary hands its pods back to the base. A canary whose
+// base does not exist is an ordinary set. Worked case: base "proxy"
+// selects app=web, its canary "proxy-v2" selects app=web,track=canary; a
+// pod labelled app=web gets proxy, one labelled app=web,track=canary gets
+// proxy-v2 and not proxy, and with proxy-v2 paused it gets proxy again.
+//
 // # Merging
 //
 // A SidecarSet is injected whole or not at all: its record claims the
@@ -75,12 +97,16 @@
 // containers, as resources.go describes; a policy that cannot give it
 // resources the apiserver takes is a per-pod reason to skip the set.
 //
+// A set's patchPodMetadata annotations are written as PatchAnnotations
+// says, after those of the sets before it by name, when the set is
+// injected; a set left out of the pod writes none.
+//
 // # Records
 //
 // Each injected set gets an entry in the pod's sidecarset.dev/state
 // annotation (see revision.State): its revision name, both hashes, and each
-// injected container's name, init flag and image, containers before init
-// containers, each in declared order. sidecarset.dev/injected lists the sets
+// injected container's name, init flag (the list it went into) and image,
+// containers before init containers, each in declared order. sidecarset.dev/injected lists the sets
 // in the state, and the label sidecarset.dev/managed is "true". Entries of
 // sets injected earlier are kept.
 //
@@ -102,8 +128,8 @@
 //
 // Inject warns about what depends on the pod: besides skipped sets and
 // stale or unreadable records, when a regular container goes into a pod
-// with restartPolicy Never or OnFailure, which then never completes, naming
-// the set and the container. A last warning names the containers that
+// with restartPolicy Never or OnFailure (jobPods Keep), which then never
+// completes, naming the set and the container. A last warning names the containers that
 // change the pod's QoS class, computed as the kubelet does before and after
 // injection; Guaranteed to Burstable matters most, as it moves the pod ahead
 // in OOM-kill and eviction order. What holds whatever the pod (a container
@@ -223,6 +249,7 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 
 	ordered := slices.Clone(sets)
 	slices.SortStableFunc(ordered, func(a, b *v1alpha1.SidecarSet) int { return strings.Compare(a.Name, b.Name) })
+	replaced := replacedBases(ordered, pod, ns, opts)
 	for _, set := range ordered {
 		if set.Name == "" {
 			// Only a file can hold one; its record would have no key.
@@ -232,7 +259,7 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 		if _, ok := state[set.Name]; ok {
 			continue // injected before: reinvocation must not inject twice
 		}
-		if set.Spec.InjectionStrategy.Paused || !namespaceAllowed(set, nsName, opts) {
+		if set.Spec.InjectionStrategy.Paused || !namespaceAllowed(set, nsName, opts) || replaced[set.Name] {
 			continue
 		}
 		c := opts.Cache.compiled(set)
@@ -255,6 +282,7 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 			continue
 		}
 		state[set.Name] = b.add(set, c.head(), computed)
+		b.patchMetadata(set)
 		res.Injected = append(res.Injected, set.Name)
 	}
 
@@ -396,9 +424,14 @@ type sidecar struct {
 	set  string
 	c    *v1alpha1.SidecarContainer
 	init bool
+	// native: c is one of the set's regular containers, going into the
+	// init containers as a native sidecar (jobPods NativeSidecar); init
+	// holds too.
+	native bool
 	// built, when set, is the container with what it takes from the app
-	// containers and the resources its resourcesPolicy computed, which goes
-	// into the pod instead of c's.
+	// containers, the resources its resourcesPolicy computed, and
+	// restartPolicy Always when native, which goes into the pod instead of
+	// c's.
 	built *corev1.Container
 }
 
@@ -410,7 +443,14 @@ func (s sidecar) container() *corev1.Container {
 	return &s.c.Container
 }
 
-func (s sidecar) after() bool { return s.c.PodInjectPolicy == v1alpha1.AfterAppContainer }
+// after reports whether s goes after the pod's own containers of its list.
+// A native one goes before them whatever its podInjectPolicy: as a regular
+// container, it started only once every init container had run; before the
+// pod's own init containers it is up for them too, like a native sidecar the
+// set declares.
+func (s sidecar) after() bool {
+	return !s.native && s.c.PodInjectPolicy == v1alpha1.AfterAppContainer
+}
 
 func newBuilder(pod *corev1.Pod) *builder {
 	spec := &pod.Spec
@@ -443,6 +483,50 @@ func sidecarsOf(set *v1alpha1.SidecarSet) iter.Seq2[*v1alpha1.SidecarContainer, 
 			}
 		}
 	}
+}
+
+// NativeInPod reports whether set's regular containers go into pod as native
+// sidecars: a pod with restartPolicy Never or OnFailure (a Job's) completes
+// only once its regular containers have all exited, which a sidecar that
+// serves until stopped never does; the kubelet stops native sidecars once
+// the regular containers have exited. jobPods Keep leaves them regular.
+func NativeInPod(set *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
+	return set.Spec.JobPods != v1alpha1.JobPodsKeep && finishes(pod)
+}
+
+// finishes reports whether pod is meant to finish: its restartPolicy is
+// Never or OnFailure.
+func finishes(pod *corev1.Pod) bool {
+	p := pod.Spec.RestartPolicy
+	return p == corev1.RestartPolicyNever || p == corev1.RestartPolicyOnFailure
+}
+
+// sidecars returns set's sidecars in the order they go into the pod:
+// regular containers, then init containers, then, when native, the regular
+// containers moved into the init containers, after the set's own so that
+// those still run first, as they did before the regular containers started.
+func sidecars(set *v1alpha1.SidecarSet, native bool) []sidecar {
+	out := make([]sidecar, 0, len(set.Spec.Containers)+len(set.Spec.InitContainers))
+	for sc, init := range sidecarsOf(set) {
+		if !native || init {
+			out = append(out, sidecar{set: set.Name, c: sc, init: init})
+		}
+	}
+	if !native {
+		return out
+	}
+	for i := range set.Spec.Containers {
+		sc := &set.Spec.Containers[i]
+		out = append(out, sidecar{set: set.Name, c: sc, init: true, native: true, built: nativeContainer(&sc.Container)})
+	}
+	return out
+}
+
+// nativeContainer returns a copy of c that runs as a native sidecar.
+func nativeContainer(c *corev1.Container) *corev1.Container {
+	out := c.DeepCopy()
+	out.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+	return out
 }
 
 // claim takes the names of set's containers and reports whether it could:
@@ -496,10 +580,7 @@ func (b *builder) fits(set *v1alpha1.SidecarSet) string {
 // what it does not change with the pod built so far.
 func (b *builder) trial(set *v1alpha1.SidecarSet) *corev1.PodSpec {
 	spec := b.pod.Spec
-	with := slices.Clip(b.injected)
-	for sc, init := range sidecarsOf(set) {
-		with = append(with, sidecar{set: set.Name, c: sc, init: init})
-	}
+	with := append(slices.Clip(b.injected), sidecars(set, NativeInPod(set, b.pod))...)
 	spec.Containers = around(with, false, spec.Containers)
 	spec.InitContainers = around(with, true, spec.InitContainers)
 	spec.Volumes = slices.Clip(spec.Volumes)
@@ -519,24 +600,33 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState, computed 
 	n := len(set.Spec.Containers) + len(set.Spec.InitContainers)
 	rec.Containers = make([]revision.ContainerState, 0, n)
 	b.injected = slices.Grow(b.injected, n)
-	for sc, init := range sidecarsOf(set) {
-		s := sidecar{set: set.Name, c: sc, init: init}
-		if takesFromApps(sc) {
-			built, warnings := withApps(sc, b.apps, b.fields)
+	native := NativeInPod(set, b.pod)
+	for _, s := range sidecars(set, native) {
+		if takesFromApps(s.c) {
+			built, warnings := withApps(s.c, b.apps, b.fields)
+			if s.native {
+				built.RestartPolicy = s.built.RestartPolicy
+			}
 			s.built = &built
 			for _, w := range warnings {
 				b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q %s", set.Name, w)
 			}
 		}
-		if r, ok := computed[sc.Name]; ok {
+		if r, ok := computed[s.c.Name]; ok {
 			if s.built == nil {
-				s.built = sc.Container.DeepCopy()
+				s.built = s.c.Container.DeepCopy()
 			}
 			s.built.Resources = r
 		}
 		b.injected = append(b.injected, s)
-		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init, Image: sc.Image})
-		b.warnRestartPolicy(set.Name, sc, init)
+		if !s.init && finishes(b.pod) {
+			b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always", set.Name, s.c.Name, b.pod.Spec.RestartPolicy)
+		}
+	}
+	// The record lists the containers as the set declares them, each with
+	// the list it went into.
+	for sc, init := range sidecarsOf(set) {
+		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init || native, Image: sc.Image})
 	}
 	for i := range set.Spec.Volumes {
 		b.addVolume(set.Name, &set.Spec.Volumes[i])
@@ -547,6 +637,18 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState, computed 
 		}
 	}
 	return rec
+}
+
+// patchMetadata writes set's patchPodMetadata into the pod built so far.
+func (b *builder) patchMetadata(set *v1alpha1.SidecarSet) {
+	if len(set.Spec.PatchPodMetadata) == 0 {
+		return
+	}
+	var warnings []string
+	b.pod.Annotations, warnings = PatchAnnotations(b.pod.Annotations, set.Spec.PatchPodMetadata)
+	for _, w := range warnings {
+		b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q %s", set.Name, w)
+	}
 }
 
 func (b *builder) addVolume(setName string, v *corev1.Volume) {
@@ -605,16 +707,6 @@ func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Cont
 		}
 	}
 	return out
-}
-
-// warnRestartPolicy warns when a regular container goes into a pod that is
-// meant to finish: it keeps running after the app exits, so the pod never
-// does; the kubelet stops a native sidecar once the regular containers have
-// exited.
-func (b *builder) warnRestartPolicy(setName string, sc *v1alpha1.SidecarContainer, init bool) {
-	if policy := b.pod.Spec.RestartPolicy; !init && (policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure) {
-		b.warn(setName, ReasonInjectionWarning, "SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: declare it under initContainers with restartPolicy: Always", setName, sc.Name, policy)
-	}
 }
 
 // qosWarning returns a warning when injection changed the pod's QoS class

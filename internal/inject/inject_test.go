@@ -97,6 +97,7 @@ func bEntry() revision.SetState {
 }
 
 func TestInject(t *testing.T) {
+	const keepWarning = `SidecarSet "b" container "exporter" is a regular container in a pod with restartPolicy Never, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always`
 	injectedByA := inject.Inject(dbPod().Obj(), shop, []*v1alpha1.SidecarSet{setA().Obj()}, opts).Pod
 	oldSet := testutil.SidecarSet("old").Selector(dbLabels).Container("old-agent", "registry.example/old@sha256:d1").Obj()
 	const corrupted = `{"a": {"revision": ""}}`
@@ -137,6 +138,46 @@ func TestInject(t *testing.T) {
 				Obj(),
 			Injected: []string{"a", "b"},
 			Changed:  true,
+		},
+	}, {
+		// The package documentation's worked case for a Job's pod.
+		name: "restartPolicy Never: the sets' containers go into the init containers as native sidecars, after each set's own",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).InitContainers(guaranteed("setup", setupImage).Obj()).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setB().Obj(), setA().Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).RestartPolicy(corev1.RestartPolicyNever).
+				Annotations(records(revision.State{
+					"a": entry(setA().Obj(), initCtr("proxy", proxyImage), initCtr("log", logImage), initCtr("mesh-init", meshImage)),
+					"b": entry(setB().Obj(), initCtr("exporter", exporterImage), initCtr("wait", waitImage)),
+				})).
+				Containers(guaranteed("app", appImage).Obj()).
+				InitContainers(
+					guaranteed("mesh-init", meshImage).RestartAlways().Obj(),
+					guaranteed("proxy", proxyImage).RestartAlways().Obj(),
+					guaranteed("log", logImage).RestartAlways().Obj(),
+					guaranteed("exporter", exporterImage).RestartAlways().Obj(),
+					guaranteed("setup", setupImage).Obj(),
+					guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"a", "b"},
+			Changed:  true,
+		},
+	}, {
+		name: "restartPolicy Never, jobPods Keep: the containers stay regular, with a warning and an event",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setB().JobPods(v1alpha1.JobPodsKeep).Obj()},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).RestartPolicy(corev1.RestartPolicyNever).
+				Annotations(records(revision.State{"b": entry(setB().JobPods(v1alpha1.JobPodsKeep).Obj(), ctr("exporter", exporterImage), initCtr("wait", waitImage))})).
+				Containers(guaranteed("exporter", exporterImage).Obj(), guaranteed("app", appImage).Obj()).
+				InitContainers(guaranteed("wait", waitImage).Obj()).
+				Obj(),
+			Injected: []string{"b"},
+			Changed:  true,
+			Warnings: []string{keepWarning},
+			Events:   []inject.Event{{Set: "b", Reason: inject.ReasonInjectionWarning, Message: keepWarning}},
 		},
 	}, {
 		name: "records of sets injected before are kept; other annotations too",
@@ -435,6 +476,10 @@ func TestInjectWarnings(t *testing.T) {
 	nativeSet := func(cs ...v1alpha1.SidecarContainer) *v1alpha1.SidecarSet {
 		return testutil.SidecarSet("mesh").Selector(dbLabels).InitContainers(cs...).Obj()
 	}
+	keep := func(s *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
+		s.Spec.JobPods = v1alpha1.JobPodsKeep
+		return s
+	}
 	withPodResources := func(p *corev1.Pod) *corev1.Pod {
 		p.Spec.Resources = &corev1.ResourceRequirements{Limits: guaranteed("", "").Obj().Resources.Limits}
 		return p
@@ -478,15 +523,23 @@ func TestInjectWarnings(t *testing.T) {
 		},
 		podWarnings: []string{`injection changes the pod's QoS class from BestEffort to Burstable (SidecarSet "mesh" container "mesh-init")`},
 	}, {
-		name:        "a regular sidecar in a pod with restartPolicy Never: the pod's",
+		name:        "jobPods Keep: a regular sidecar in a pod with restartPolicy Never, the pod's",
 		pod:         dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
-		sets:        []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
-		podWarnings: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy Never, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
+		sets:        []*v1alpha1.SidecarSet{keep(sidecarSet(guaranteed("proxy", proxyImage).Sidecar("")))},
+		podWarnings: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy Never, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always`},
 	}, {
-		name:        "a regular sidecar in a pod with restartPolicy OnFailure: the pod's",
+		name:        "jobPods Keep: a regular sidecar in a pod with restartPolicy OnFailure, the pod's",
 		pod:         dbPod().RestartPolicy(corev1.RestartPolicyOnFailure).Obj(),
-		sets:        []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
-		podWarnings: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy OnFailure, which never completes while it runs: declare it under initContainers with restartPolicy: Always`},
+		sets:        []*v1alpha1.SidecarSet{keep(sidecarSet(guaranteed("proxy", proxyImage).Sidecar("")))},
+		podWarnings: []string{`SidecarSet "mesh" container "proxy" is a regular container in a pod with restartPolicy OnFailure, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always`},
+	}, {
+		name: "jobPods NativeSidecar (the default): a regular sidecar becomes a native one in a pod with restartPolicy Never",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
+		sets: []*v1alpha1.SidecarSet{sidecarSet(guaranteed("proxy", proxyImage).Sidecar(""))},
+	}, {
+		name: "jobPods NativeSidecar: and in a pod with restartPolicy OnFailure",
+		pod:  dbPod().RestartPolicy(corev1.RestartPolicyOnFailure).Obj(),
+		sets: []*v1alpha1.SidecarSet{testutil.SidecarSet("mesh").Selector(dbLabels).JobPods(v1alpha1.JobPodsNativeSidecar).Containers(guaranteed("proxy", proxyImage).Sidecar("")).Obj()},
 	}, {
 		name: "a native sidecar in a pod with restartPolicy Never",
 		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
@@ -528,7 +581,7 @@ func TestInjectWarnings(t *testing.T) {
 		name: "the pod's warnings come set by set, then the QoS change; the sets' are not among them",
 		pod:  dbPod().RestartPolicy(corev1.RestartPolicyNever).Obj(),
 		sets: []*v1alpha1.SidecarSet{
-			testutil.SidecarSet("z").Selector(dbLabels).Container("agent", "agent:2").Obj(),
+			testutil.SidecarSet("z").Selector(dbLabels).JobPods(v1alpha1.JobPodsKeep).Container("agent", "agent:2").Obj(),
 			testutil.SidecarSet("m").Obj(),
 			testutil.SidecarSet("a").Selector(dbLabels).InitContainers(guaranteed("proxy", "envoy:1").RestartAlways().Sidecar("")).Obj(),
 		},
@@ -539,7 +592,7 @@ func TestInjectWarnings(t *testing.T) {
 		},
 		podWarnings: []string{
 			`SidecarSet "m" not injected: selector is empty, which would select every pod`,
-			`SidecarSet "z" container "agent" is a regular container in a pod with restartPolicy Never, which never completes while it runs: declare it under initContainers with restartPolicy: Always`,
+			`SidecarSet "z" container "agent" is a regular container in a pod with restartPolicy Never, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always`,
 			`injection changes the pod's QoS class from Guaranteed to Burstable (SidecarSet "z" container "agent"): under node pressure the pod is now OOM-killed and evicted before Guaranteed pods; give the sidecar limits equal to its requests to keep it Guaranteed`,
 		},
 	}}

@@ -87,3 +87,41 @@ func namespaceAllowed(set *v1alpha1.SidecarSet, name string, opts Options) bool 
 	}
 	return name != "" && !systemNamespaces[name] && name != opts.ManagerNamespace
 }
+
+// CanaryOf returns the name of the base SidecarSet that set is the canary
+// of: set carries sidecarset.dev/canary "true" and sidecarset.dev/canary-of
+// names another set. It returns "" for any other set, as Kruise reads its
+// own pair of annotations.
+func CanaryOf(set *v1alpha1.SidecarSet) string {
+	base := set.Annotations[v1alpha1.AnnotationCanaryOf]
+	if set.Annotations[v1alpha1.AnnotationCanary] != "true" || base == set.Name {
+		return ""
+	}
+	return base
+}
+
+// Replaces reports whether canary, a canary of some base (CanaryOf), takes
+// that base's place in pod: its injection is not paused and it selects the
+// pod (Matches). A canary whose selector is invalid selects nothing.
+func Replaces(canary *v1alpha1.SidecarSet, pod *corev1.Pod, ns *corev1.Namespace, opts Options) bool {
+	if CanaryOf(canary) == "" || canary.Spec.InjectionStrategy.Paused {
+		return false
+	}
+	ok, err := Matches(canary, pod, ns, opts)
+	return err == nil && ok
+}
+
+// replacedBases returns the names of the bases whose canaries among sets
+// take their place in pod (Replaces).
+func replacedBases(sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *corev1.Namespace, opts Options) map[string]bool {
+	var out map[string]bool
+	for _, s := range sets {
+		if Replaces(s, pod, ns, opts) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[CanaryOf(s)] = true
+		}
+	}
+	return out
+}

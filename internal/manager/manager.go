@@ -93,6 +93,11 @@ type Options struct {
 	// margin for giving up the Lease must fit in the pod's
 	// terminationGracePeriodSeconds.
 	GracefulShutdown time.Duration
+	// PatchPodMetadataAllowedKeys are the annotation keys SidecarSets may
+	// write into pods with patchPodMetadata (--patch-pod-metadata-allowed-keys);
+	// none when empty, and the SidecarSet webhook refuses a set that writes
+	// another.
+	PatchPodMetadataAllowedKeys validation.AllowedKeys
 }
 
 // LeaderElectionID names the Lease, in the manager's namespace, through
@@ -258,7 +263,7 @@ func registerWebhooks(mgr ctrl.Manager, opts Options) error {
 		WithValidator(&sidecarwebhook.SidecarSetValidator{
 			Reader:    mgr.GetCache(),
 			APIWriter: mgr.GetClient(),
-			Options:   validation.Options{ManagerNamespace: opts.Namespace},
+			Options:   validation.Options{ManagerNamespace: opts.Namespace, AllowedAnnotationKeys: opts.PatchPodMetadataAllowedKeys},
 		}).
 		RecoverPanic(true).
 		Complete()

@@ -44,7 +44,7 @@ func matchConditions(set *v1alpha1.SidecarSet) ([]admissionregistrationv1.MatchC
 		{Name: "not-opted-out", Expression: fmt.Sprintf(
 			`!has(object.metadata.annotations) || !(%[1]q in object.metadata.annotations) || object.metadata.annotations[%[1]q] != "false"`,
 			v1alpha1.AnnotationInject)},
-		{Name: "not-injected", Expression: notInjected(set.Name, names, initNames)},
+		{Name: "not-injected", Expression: notInjected(set, names, initNames)},
 		{Name: "pod-size", Expression: fmt.Sprintf(
 			`size(object.spec.containers) + (has(object.spec.initContainers) ? size(object.spec.initContainers) : 0) <= %d`, maxPodContainers)},
 	}
@@ -71,17 +71,25 @@ func matchConditions(set *v1alpha1.SidecarSet) ([]admissionregistrationv1.MatchC
 // (inject drops a record whose containers are not in the pod, as on a pod
 // copied from a running one). Records are the per-set key and the set's
 // name in sidecarset.dev/injected; staleness is judged by the set's current
-// containers.
-func notInjected(setName string, names, initNames []string) string {
+// containers, in the lists they go into now (in a Job's pod with jobPods
+// NativeSidecar, the init containers).
+func notInjected(set *v1alpha1.SidecarSet, names, initNames []string) string {
 	recorded := fmt.Sprintf(`has(object.metadata.annotations) && (%q in object.metadata.annotations || `+
 		`(%[2]q in object.metadata.annotations && %[3]s in object.metadata.annotations[%[2]q].split(",")))`,
-		revision.PerSetKey(setName), v1alpha1.AnnotationInjected, strconv.Quote(setName))
+		revision.PerSetKey(set.Name), v1alpha1.AnnotationInjected, strconv.Quote(set.Name))
+	inInit := func(names []string) string {
+		return fmt.Sprintf(`!(has(object.spec.initContainers) && %s.all(n, object.spec.initContainers.exists(c, c.name == n)))`, celList(names))
+	}
 	var missing []string
 	if len(names) > 0 {
-		missing = append(missing, fmt.Sprintf(`!%s.all(n, object.spec.containers.exists(c, c.name == n))`, celList(names)))
+		regular := fmt.Sprintf(`!%s.all(n, object.spec.containers.exists(c, c.name == n))`, celList(names))
+		if set.Spec.JobPods != v1alpha1.JobPodsKeep {
+			regular = fmt.Sprintf(`(%s ? %s : %s)`, jobPod, inInit(names), regular)
+		}
+		missing = append(missing, regular)
 	}
 	if len(initNames) > 0 {
-		missing = append(missing, fmt.Sprintf(`!(has(object.spec.initContainers) && %s.all(n, object.spec.initContainers.exists(c, c.name == n)))`, celList(initNames)))
+		missing = append(missing, inInit(initNames))
 	}
 	if len(missing) == 0 {
 		return "!(" + recorded + ")"

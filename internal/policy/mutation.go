@@ -2,10 +2,12 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -18,8 +20,14 @@ type mutation struct {
 	record revision.SetState
 	// The containers' literals, each list in declared order.
 	before, after, initBefore []string
-	volumes                   []named
-	pullSecrets               []named
+	// native are the literals of the regular containers as native sidecars,
+	// in declared order, for a Job's pod (jobPods NativeSidecar); nil when
+	// the set has no regular container or keeps them regular. jobRecord is
+	// the record such a pod gets.
+	native      []string
+	jobRecord   revision.SetState
+	volumes     []named
+	pullSecrets []named
 }
 
 // named is a literal with the name the pod may already use.
@@ -29,6 +37,13 @@ type named struct {
 
 func newMutation(set *v1alpha1.SidecarSet) (*mutation, error) {
 	m := &mutation{set: set, record: recordOf(set)}
+	if len(set.Spec.PatchPodMetadata) > 0 {
+		// Retain and Overwrite would be an add operation each, but
+		// MergePatchJson, and the warning when a pod's value cannot be
+		// merged, need the webhook: one implementation of the rules keeps
+		// every set's annotations the same whichever path injects it.
+		return nil, unsupported("spec.patchPodMetadata is written by the webhook")
+	}
 	for i, cs := range [][]v1alpha1.SidecarContainer{set.Spec.Containers, set.Spec.InitContainers} {
 		field := []string{"containers", "initContainers"}[i]
 		for _, c := range cs {
@@ -54,6 +69,18 @@ func newMutation(set *v1alpha1.SidecarSet) (*mutation, error) {
 			default:
 				m.initBefore = append(m.initBefore, lit)
 			}
+		}
+	}
+	if set.Spec.JobPods != v1alpha1.JobPodsKeep && len(set.Spec.Containers) > 0 {
+		m.jobRecord = jobRecordOf(m.record)
+		for i := range set.Spec.Containers {
+			c := set.Spec.Containers[i].Container.DeepCopy()
+			c.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+			lit, err := literal("Object.spec.initContainers", c)
+			if err != nil {
+				return nil, err
+			}
+			m.native = append(m.native, lit)
 		}
 	}
 	for i := range set.Spec.Volumes {
@@ -115,23 +142,41 @@ func (m *mutation) variables() []admissionregistrationv1.Variable {
 	if len(m.before)+len(m.after) > 0 {
 		place("containers", "containers", false, len(m.after) > 0)
 	}
-	if len(m.initBefore) > 0 {
+	if len(m.initBefore)+len(m.native) > 0 {
 		place("initContainers", "initContainers", true, false)
 	}
 	return vars
 }
 
+// jobPod is true for a pod meant to finish, into which a set with jobPods
+// NativeSidecar puts its regular containers as native sidecars
+// (inject.NativeInPod).
+const jobPod = `has(object.spec.restartPolicy) && object.spec.restartPolicy in ["Never", "OnFailure"]`
+
+// jobRecordOf returns rec, a set's record, as a Job's pod gets it: every
+// container in the init containers.
+func jobRecordOf(rec revision.SetState) revision.SetState {
+	rec.Containers = slices.Clone(rec.Containers)
+	for i := range rec.Containers {
+		rec.Containers[i].Init = true
+	}
+	return rec
+}
+
 // expression is the JSONPatch expression: a list of operations, applied in
 // order, so each index accounts for the containers added before it.
+//
+// For a set with jobPods NativeSidecar, the containers and the record depend
+// on the pod: a Job's pod (jobPod) gets the regular containers as native
+// sidecars after the set's own init containers, and the record that says so.
 func (m *mutation) expression() string {
 	var parts []string
-	if len(m.before)+len(m.after) > 0 {
-		parts = append(parts, "["+strings.Join(placed("/spec/containers", "variables.containers", m.before, m.after), ", ")+"]")
-	}
-	if len(m.initBefore) > 0 {
-		parts = append(parts, fmt.Sprintf(`(has(object.spec.initContainers) ? [%s] : [%s])`,
-			strings.Join(placed("/spec/initContainers", "variables.initContainers", m.initBefore, nil), ", "),
-			addOp(strconv.Quote("/spec/initContainers"), "["+strings.Join(m.initBefore, ", ")+"]")))
+	if m.native != nil {
+		parts = append(parts, fmt.Sprintf("(%s ?\n%s\n: %s)", jobPod,
+			strings.Join(append(m.initAdds(append(slices.Clone(m.initBefore), m.native...)), m.records(m.jobRecord)), " + "),
+			strings.Join(append(m.containerAdds(), m.records(m.record)), " + ")))
+	} else {
+		parts = append(append(parts, m.containerAdds()...), m.records(m.record))
 	}
 	if len(m.volumes) > 0 {
 		parts = append(parts, merged("volumes", m.volumes))
@@ -139,12 +184,33 @@ func (m *mutation) expression() string {
 	if len(m.pullSecrets) > 0 {
 		parts = append(parts, merged("imagePullSecrets", m.pullSecrets))
 	}
-	parts = append(parts, m.records(), managedLabel())
+	parts = append(parts, managedLabel())
 	patch := strings.Join(parts, " +\n")
 	if cond := podSecurityCondition(m.set); cond != "" {
 		return fmt.Sprintf("(%s) ?\n%s\n: []", cond, patch)
 	}
 	return patch
+}
+
+// containerAdds returns the patches adding the set's containers and init
+// containers where they go in a pod that is not a Job's.
+func (m *mutation) containerAdds() []string {
+	var parts []string
+	if len(m.before)+len(m.after) > 0 {
+		parts = append(parts, "["+strings.Join(placed("/spec/containers", "variables.containers", m.before, m.after), ", ")+"]")
+	}
+	return append(parts, m.initAdds(m.initBefore)...)
+}
+
+// initAdds returns the patch adding init, literals of init containers, before
+// the pod's own init containers.
+func (m *mutation) initAdds(init []string) []string {
+	if len(init) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf(`(has(object.spec.initContainers) ? [%s] : [%s])`,
+		strings.Join(placed("/spec/initContainers", "variables.initContainers", init, nil), ", "),
+		addOp(strconv.Quote("/spec/initContainers"), "["+strings.Join(init, ", ")+"]"))}
 }
 
 // placed returns the operations adding before and after into the list at
@@ -180,11 +246,11 @@ func merged(field string, items []named) string {
 		addOp(strconv.Quote(path), "["+strings.Join(all, ", ")+"]"))
 }
 
-// records writes the set's per-set record and adds its name to
+// records writes rec as the set's per-set record and adds its name to
 // sidecarset.dev/injected, kept sorted.
-func (m *mutation) records() string {
+func (m *mutation) records(rec revision.SetState) string {
 	key := revision.PerSetKey(m.set.Name)
-	value := strconv.Quote(revision.EncodeSetState(m.record))
+	value := strconv.Quote(revision.EncodeSetState(rec))
 	name := strconv.Quote(m.set.Name)
 	listed := fmt.Sprintf(`((%[1]q in variables.annotations && variables.annotations[%[1]q] != "" ? variables.annotations[%[1]q].split(",") : []) + [%[2]s]).distinct().sort().join(",")`,
 		v1alpha1.AnnotationInjected, name)

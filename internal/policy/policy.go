@@ -15,11 +15,18 @@
 //     set, uses none of its container names, declares every volume the
 //     sidecars mount that the set does not, has no port the sidecars would
 //     clash with;
+//   - a canary and the base of canaries are Unsupported: the webhook, which
+//     sees both, leaves the base out of the pods its canary selects;
 //   - one JSONPatch mutation, empty when the namespace enforces a Pod
 //     Security level the sidecars break (see podSecurityCondition): the
 //     containers in place, volumes and
 //     imagePullSecrets the pod lacks, the per-set record and
-//     sidecarset.dev/injected, and the label sidecarset.dev/managed.
+//     sidecarset.dev/injected, and the label sidecarset.dev/managed. For a
+//     set with jobPods NativeSidecar and regular containers, the patch
+//     chooses by the pod's restartPolicy: a Job's pod (Never, OnFailure)
+//     gets the regular containers as native sidecars after the set's own
+//     init containers and a record that lists them as init containers,
+//     as inject.NativeInPod says; any other pod gets them in place.
 //
 // # Placement across sets
 //
@@ -56,6 +63,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -78,6 +86,9 @@ type Options struct {
 	// called there, so a policy never injects there either, whatever the
 	// set allows.
 	Excluded []string
+	// Canaries names the canaries of the set being compiled
+	// (inject.CanaryOf). A base with canaries is Unsupported.
+	Canaries []string
 }
 
 // Compiled is a SidecarSet's policy and binding.
@@ -121,6 +132,15 @@ func Compile(set *v1alpha1.SidecarSet, opts Options) (Compiled, error) {
 	if errs := validation.IsDNS1123Label(set.Name); len(errs) > 0 {
 		// The per-set record's key and the label value hold the name.
 		return Compiled{}, unsupported("the name %q is not usable in an annotation key and a label value: %s", set.Name, strings.Join(errs, "; "))
+	}
+	// A canary pair stays with the webhook, which sees both sets and leaves
+	// the base out of the pods its canary selects: the policies run apart,
+	// each on its own set, so the base's could not.
+	if base := inject.CanaryOf(set); base != "" {
+		return Compiled{}, unsupported("it is a canary of SidecarSet %q (%s); the webhook injects a canary and its base", base, v1alpha1.AnnotationCanaryOf)
+	}
+	if len(opts.Canaries) > 0 {
+		return Compiled{}, unsupported("it is the base of the canary SidecarSet(s) %s; the webhook injects a canary and its base", strings.Join(opts.Canaries, ", "))
 	}
 	sel := set.Spec.Selector
 	if sel == nil || len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,6 +32,11 @@ func TestCompileUnsupported(t *testing.T) {
 	sized := testutil.Container("sized", "img").RestartAlways().Sidecar("")
 	sized.ResourcesPolicy = &v1alpha1.ResourcesPolicy{TargetContainersMode: v1alpha1.TargetContainersModeSum,
 		ResourcesExpr: v1alpha1.ResourcesExpr{Requests: &v1alpha1.ResourceExpressions{CPU: "cpu / 10"}}}
+	patched := func(policy v1alpha1.PatchPolicy) *v1alpha1.SidecarSet {
+		s := testutil.SidecarSet("s").Selector(db).Container("x", "i").Obj()
+		s.Spec.PatchPodMetadata = []v1alpha1.PatchPodMetadata{{PatchPolicy: policy, Annotations: map[string]string{"example.com/a": "1"}}}
+		return s
+	}
 	tests := []struct {
 		name string
 		set  *v1alpha1.SidecarSet
@@ -47,10 +53,18 @@ func TestCompileUnsupported(t *testing.T) {
 		{"shareVolumeDevicePolicy on an init container", testutil.SidecarSet("s").Selector(db).InitContainers(shareDevices).Obj(), `container "dev" uses shareVolumeDevicePolicy`},
 		{"transferEnv", testutil.SidecarSet("s").Selector(db).Containers(transfer).Obj(), `container "env" uses transferEnv`},
 		{"resourcesPolicy on a native sidecar", testutil.SidecarSet("s").Selector(db).InitContainers(sized).Obj(), `container "sized" uses resourcesPolicy`},
+		{"a canary", testutil.SidecarSet("s").Selector(db).CanaryOf("base").Obj(), `a canary of SidecarSet "base"`},
+		{"a base", testutil.SidecarSet("base").Selector(db).Obj(), "the base of the canary SidecarSet(s) s"},
+		{"patchPodMetadata", patched(v1alpha1.PatchOverwrite), "spec.patchPodMetadata is written by the webhook"},
+		{"patchPodMetadata with Retain", patched(v1alpha1.PatchRetain), "spec.patchPodMetadata is written by the webhook"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Compile(tt.set, Options{})
+			var opts Options
+			if tt.set.Name == "base" {
+				opts.Canaries = []string{"s"}
+			}
+			_, err := Compile(tt.set, opts)
 			var u *Unsupported
 			if !errors.As(err, &u) {
 				t.Fatalf("Compile error %v, want an *Unsupported", err)
@@ -154,5 +168,60 @@ func TestLiteral(t *testing.T) {
 	}
 	if _, err := literal("Object.spec.c", map[string]any{"a-b": "x", "c-d": 1}); !IsUnsupported(err) {
 		t.Errorf("a map literal of mixed values: error %v, want an *Unsupported", err)
+	}
+}
+
+// TestCompileJobPods: with jobPods NativeSidecar (the default) the mutation
+// chooses by the pod's restartPolicy between the set's containers in place
+// and the same containers as native sidecars with the record that says so;
+// a set that keeps them regular, or has none, has one mutation for all pods.
+func TestCompileJobPods(t *testing.T) {
+	const branch = `object.spec.restartPolicy in ["Never", "OnFailure"]`
+	set := testutil.SidecarSet("mesh").Selector(db).Container("proxy", "proxy:1").
+		InitContainers(testutil.Container("mesh-init", "mesh:1").Sidecar("")).Obj()
+	jobRecord := revision.EncodeSetState(revision.SetState{
+		Revision: revision.Name("mesh", &set.Spec), Hash: revision.Hash(&set.Spec), ImagelessHash: revision.ImagelessHash(&set.Spec),
+		Containers: []revision.ContainerState{{Name: "proxy", Init: true, Image: "proxy:1"}, {Name: "mesh-init", Init: true, Image: "mesh:1"}},
+	})
+	tests := []struct {
+		name       string
+		set        *v1alpha1.SidecarSet
+		wantBranch bool
+	}{
+		{"NativeSidecar, the default", set, true},
+		{"Keep", testutil.SidecarSet("mesh").Selector(db).JobPods(v1alpha1.JobPodsKeep).Container("proxy", "proxy:1").Obj(), false},
+		{"no regular container", testutil.SidecarSet("mesh").Selector(db).InitContainers(testutil.Container("mesh-init", "mesh:1").RestartAlways().Sidecar("")).Obj(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Compile(tt.set, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			expr := got.Policy.Spec.Mutations[0].JSONPatch.Expression
+			if strings.Contains(expr, branch) != tt.wantBranch {
+				t.Errorf("mutation chooses by restartPolicy: %v, want %v\n%s", !tt.wantBranch, tt.wantBranch, expr)
+			}
+			var stale string
+			for _, c := range got.Policy.Spec.MatchConditions {
+				if c.Name == "not-injected" {
+					stale = c.Expression
+				}
+			}
+			if strings.Contains(stale, branch) != tt.wantBranch {
+				t.Errorf("a stale record is judged by restartPolicy: %v, want %v\n%s", !tt.wantBranch, tt.wantBranch, stale)
+			}
+			if !tt.wantBranch {
+				return
+			}
+			for _, want := range []string{
+				`restartPolicy: "Always"`,
+				strconv.Quote(jobRecord),
+			} {
+				if !strings.Contains(expr, want) {
+					t.Errorf("mutation lacks %s:\n%s", want, expr)
+				}
+			}
+		})
 	}
 }

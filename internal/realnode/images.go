@@ -27,6 +27,10 @@ import (
 type Image struct {
 	// Ref is the reference pods name it by, e.g. "sidecarset.test/busybox:v1".
 	Ref string
+	// SameAs, when set, is another image's Ref whose content this image
+	// has: a second tag of the same image, with the same digest, when the
+	// rest of the two Images are equal.
+	SameAs string
 	// Version is the content of /version; empty leaves the file out, so
 	// that an exec readiness probe reading it never passes.
 	Version string
@@ -176,7 +180,11 @@ func busyboxImage(busybox []byte, applets []string, exporter []byte, im Image) (
 	// /reference makes each image's content its own: the kubelet reports
 	// one repository digest for images of equal content, the first of
 	// their names.
-	files := []file{{"bin/busybox", 0o755, busybox}, {"reference", 0o644, []byte(im.Ref + "\n")}}
+	content := im.Ref
+	if im.SameAs != "" {
+		content = im.SameAs
+	}
+	files := []file{{"bin/busybox", 0o755, busybox}, {"reference", 0o644, []byte(content + "\n")}}
 	if im.Version != "" {
 		files = append(files, file{"version", 0o644, []byte(im.Version + "\n")})
 	}

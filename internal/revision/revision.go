@@ -25,7 +25,12 @@
 // pull, so they count the same way.
 //
 // Selectors, strategies and policies are in neither hash: they change which
-// pods get a revision and how fast, not what a pod runs.
+// pods get a revision and how fast, not what a pod runs. Nor is
+// patchPodMetadata: its annotations are written at injection only, so a
+// change of them has nothing to roll out and must not make running pods
+// not upgradable. jobPods is not either: it says which list of a Job's pod
+// the regular containers go into, which each pod's record keeps
+// (ContainerState.Init), and a change of it reaches new pods only.
 package revision
 
 import (
@@ -236,7 +241,9 @@ type Write struct {
 type ContainerState struct {
 	// Name is the container's name in the pod.
 	Name string `json:"name"`
-	// Init is true for an init container (native sidecars included).
+	// Init is true for an init container (native sidecars included, and a
+	// regular container of the set that jobPods NativeSidecar put into a
+	// Job's pod as one).
 	Init bool `json:"init,omitempty"`
 	// Image is the image the webhook or the controller last wrote. A pod
 	// image that differs from it was changed by someone else: drift.

@@ -57,6 +57,10 @@ func TestHashes(t *testing.T) {
 			s.UpdateStrategy.Partition = new(intstr.FromString("50%"))
 		}, false, false},
 		{"drift policy", func(s *v1alpha1.SidecarSetSpec) { s.DriftPolicy = v1alpha1.DriftRevert }, false, false},
+		// Written at injection only: nothing to roll out, no pod made not upgradable.
+		{"patchPodMetadata", func(s *v1alpha1.SidecarSetSpec) {
+			s.PatchPodMetadata = []v1alpha1.PatchPodMetadata{{PatchPolicy: v1alpha1.PatchOverwrite, Annotations: map[string]string{"example.com/a": "1"}}}
+		}, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/validation"
 )
@@ -28,9 +29,11 @@ const (
 // Adoptable reports whether set, with adoptionPolicy SameName, may take over
 // pod: a pod its selectors match that carries no record of it (created
 // before the set, or while the webhook was down). It may when, for every
-// sidecar the set declares, the pod has a container of that name in the same
-// list (containers, or initContainers) that equals the declared one except
-// for the image.
+// sidecar the set declares, the pod has a container of that name in the list
+// injection puts it into (containers, or initContainers; in a Job's pod, with
+// jobPods NativeSidecar, the regular containers as native sidecars in
+// initContainers, see inject.NativeInPod) that equals the declared one, so
+// placed, except for the image.
 //
 // "Equals" is judged as the apiserver would have built the pod from the
 // declaration: the declared container, with the pod's image put in, gets
@@ -91,21 +94,36 @@ func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 	if pod.Annotations[KruiseHashAnnotation] != "" {
 		kruiseApps = kruiseAppContainers(pod, hostNetwork)
 	}
+	native := inject.NativeInPod(set, pod)
 	for _, lists := range []struct {
 		declared []v1alpha1.SidecarContainer
 		inPod    []corev1.Container
+		native   bool
 	}{
-		{spec.Containers, pod.Spec.Containers},
-		{spec.InitContainers, pod.Spec.InitContainers},
+		{spec.Containers, regularList(pod, native), native},
+		{spec.InitContainers, pod.Spec.InitContainers, false},
 	} {
 		for _, d := range lists.declared {
 			c, ok := byName(lists.inPod, d.Name)
+			if lists.native {
+				d.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+			}
 			if !ok || claimed[d.Name] || !sameExceptImage(d.Container, c, d.ResourcesPolicy != nil, hostNetwork, kruiseApps) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// regularList returns the list of pod that a set's regular containers go
+// into: the init containers where they go in as native sidecars
+// (inject.NativeInPod), the containers otherwise.
+func regularList(pod *corev1.Pod, native bool) []corev1.Container {
+	if native {
+		return pod.Spec.InitContainers
+	}
+	return pod.Spec.Containers
 }
 
 // AdoptionRecord returns the record to write into a pod that Adoptable lets
@@ -120,12 +138,13 @@ func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 // containers from this very spec, so they are consistent once running.
 func AdoptionRecord(pod *corev1.Pod, set *v1alpha1.SidecarSet) revision.SetState {
 	spec := set.Spec.DeepCopy()
+	native := inject.NativeInPod(set, pod)
 	var containers []revision.ContainerState
 	for i := range spec.Containers {
-		if c, ok := byName(pod.Spec.Containers, spec.Containers[i].Name); ok {
+		if c, ok := byName(regularList(pod, native), spec.Containers[i].Name); ok {
 			spec.Containers[i].Image = c.Image
 		}
-		containers = append(containers, revision.ContainerState{Name: spec.Containers[i].Name, Image: spec.Containers[i].Image})
+		containers = append(containers, revision.ContainerState{Name: spec.Containers[i].Name, Init: native, Image: spec.Containers[i].Image})
 	}
 	for i := range spec.InitContainers {
 		if c, ok := byName(pod.Spec.InitContainers, spec.InitContainers[i].Name); ok {

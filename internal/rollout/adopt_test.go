@@ -67,6 +67,19 @@ func preexisting(set *v1alpha1.SidecarSet, image string) *corev1.Pod {
 		Obj()
 }
 
+// preexistingJob returns a Job's pod created before set, as injection with
+// jobPods NativeSidecar would have built it: exporter a native sidecar after
+// shipper.
+func preexistingJob(set *v1alpha1.SidecarSet, image string) *corev1.Pod {
+	pod := preexisting(set, image)
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	exporter := pod.Spec.Containers[1]
+	exporter.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, exporter)
+	return pod
+}
+
 func TestAdoptable(t *testing.T) {
 	tests := []struct {
 		name string
@@ -78,6 +91,43 @@ func TestAdoptable(t *testing.T) {
 			name: "same sidecars, older image, apiserver defaults and token mount",
 			pod:  func(set *v1alpha1.SidecarSet) *corev1.Pod { return preexisting(set, "exporter:v1") },
 			want: true,
+		},
+		{
+			name: "a Job's pod with the regular sidecar as a native one (jobPods NativeSidecar)",
+			pod:  func(set *v1alpha1.SidecarSet) *corev1.Pod { return preexistingJob(set, "exporter:v1") },
+			want: true,
+		},
+		{
+			name: "a Job's pod with the regular sidecar still regular: not where NativeSidecar puts it",
+			pod: func(set *v1alpha1.SidecarSet) *corev1.Pod {
+				pod := preexisting(set, "exporter:v1")
+				pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				return pod
+			},
+			want: false,
+		},
+		{
+			name: "a Job's pod with the regular sidecar still regular, jobPods Keep",
+			set: func() *v1alpha1.SidecarSet {
+				set := adoptSet("exporter:v2")
+				set.Spec.JobPods = v1alpha1.JobPodsKeep
+				return set
+			},
+			pod: func(set *v1alpha1.SidecarSet) *corev1.Pod {
+				pod := preexisting(set, "exporter:v1")
+				pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+				return pod
+			},
+			want: true,
+		},
+		{
+			name: "a Job's pod with the sidecar in the init containers but not restarting: not the declared sidecar",
+			pod: func(set *v1alpha1.SidecarSet) *corev1.Pod {
+				pod := preexistingJob(set, "exporter:v1")
+				pod.Spec.InitContainers[1].RestartPolicy = nil
+				return pod
+			},
+			want: false,
 		},
 		{
 			name: "same image too",
@@ -257,29 +307,44 @@ func TestAdoptionRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
 			pod := preexisting(set, tt.image)
-			for _, c := range pod.Spec.Containers {
-				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, running(c.Name, c.Image))
-			}
-			for _, c := range pod.Spec.InitContainers {
-				pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, running(c.Name, c.Image))
-			}
-			setReady(pod, true)
-
-			rec := AdoptionRecord(pod, set)
-			wantContainers := []revision.ContainerState{
+			checkAdoptionRecord(t, set, pod, latest, tt.want, []revision.ContainerState{
 				{Name: "exporter", Image: tt.image},
 				{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
-			}
-			if diff := cmp.Diff(wantContainers, rec.Containers); diff != "" {
-				t.Errorf("record containers (-want +got):\n%s", diff)
-			}
-			if rec.ImagelessHash != latest.ImagelessHash || rec.Revision != setName+"-"+rec.Hash {
-				t.Errorf("record %+v, want imageless hash %s and revision named after its hash", rec, latest.ImagelessHash)
-			}
-			if diff := cmp.Diff(tt.want, verdictOf(Classify(pod, rec, latest))); diff != "" {
-				t.Errorf("classified after adoption (-want +got):\n%s", diff)
-			}
+			})
 		})
+		// A Job's pod records the regular sidecar where it runs, in the
+		// init containers, and is classified as any other.
+		t.Run(tt.image+" in a Job's pod", func(t *testing.T) {
+			pod := preexistingJob(set, tt.image)
+			checkAdoptionRecord(t, set, pod, latest, tt.want, []revision.ContainerState{
+				{Name: "exporter", Init: true, Image: tt.image},
+				{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
+			})
+		})
+	}
+}
+
+// checkAdoptionRecord adopts pod, running and ready, into set and checks
+// the record and how the pod is classified then.
+func checkAdoptionRecord(t *testing.T, set *v1alpha1.SidecarSet, pod *corev1.Pod, latest Latest, want verdict, wantContainers []revision.ContainerState) {
+	t.Helper()
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, running(c.Name, c.Image))
+	}
+	for _, c := range pod.Spec.InitContainers {
+		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, running(c.Name, c.Image))
+	}
+	setReady(pod, true)
+
+	rec := AdoptionRecord(pod, set)
+	if diff := cmp.Diff(wantContainers, rec.Containers); diff != "" {
+		t.Errorf("record containers (-want +got):\n%s", diff)
+	}
+	if rec.ImagelessHash != latest.ImagelessHash || rec.Revision != setName+"-"+rec.Hash {
+		t.Errorf("record %+v, want imageless hash %s and revision named after its hash", rec, latest.ImagelessHash)
+	}
+	if diff := cmp.Diff(want, verdictOf(Classify(pod, rec, latest))); diff != "" {
+		t.Errorf("classified after adoption (-want +got):\n%s", diff)
 	}
 }
 

@@ -34,6 +34,17 @@ const (
 	// cannot manage it), is told in an event, and is never written or
 	// adopted: writing would guess at what the pod runs.
 	Corrupt Membership = "Corrupt"
+	// Replaced: no record of the set, which is the base of a canary (see
+	// inject.CanaryOf) that carries the pod's record or would take the
+	// set's place in it now (inject.Replaces). The pod is the canary's: the
+	// base counts it nowhere, never writes nor adopts it.
+	Replaced Membership = "Replaced"
+	// KeptByBase: no record of the set, which is a canary, and the pod
+	// carries its base's record: injected before the canary selected it. A
+	// running pod cannot change sets in place, so it stays the base's until
+	// it is recreated; the canary counts it nowhere, never writes nor
+	// adopts it.
+	KeptByBase Membership = "KeptByBase"
 	// OptedOut: no record, and the pod refused injection
 	// (sidecarset.dev/inject "false"). It counts in unmanagedPods; it is
 	// never adopted, nor restarted by restart-unmanaged.
@@ -85,7 +96,9 @@ type Member struct {
 // `restart-unmanaged`. pod may carry metadata only (a metadata list): its
 // phase is then unknown and taken as running, so such lists must leave out
 // finished pods themselves (NotFinished). ns is the
-// pod's namespace, as inject.Matches takes it.
+// pod's namespace, as inject.Matches takes it. canaries are the sets that
+// may be canaries of set (any others are ignored, so a caller may pass
+// every SidecarSet); only a base needs them.
 //
 // The rules, in order:
 //
@@ -101,10 +114,14 @@ type Member struct {
 //     Corrupt: an entry without the name, the name without a readable entry
 //     (a state annotation that is not JSON at all has none; another set's
 //     unreadable entry does not matter), or both without the label.
-//  4. OptedOut when sidecarset.dev/inject is "false".
-//  5. Skipped when sidecarset.dev/skipped names the set.
-//  6. Unmanaged otherwise.
-func MemberOf(pod *corev1.Pod, set *v1alpha1.SidecarSet, ns *corev1.Namespace, opts inject.Options) Member {
+//  4. KeptByBase when set is a canary and the pod carries its base's
+//     record (named in sidecarset.dev/injected or an entry in the state).
+//  5. Replaced when one of set's canaries carries the pod's record or
+//     replaces set in it (inject.Replaces).
+//  6. OptedOut when sidecarset.dev/inject is "false".
+//  7. Skipped when sidecarset.dev/skipped names the set.
+//  8. Unmanaged otherwise.
+func MemberOf(pod *corev1.Pod, set *v1alpha1.SidecarSet, canaries []*v1alpha1.SidecarSet, ns *corev1.Namespace, opts inject.Options) Member {
 	if ok, err := inject.Matches(set, pod, ns, opts); err != nil || !ok {
 		return Member{Membership: NotMatched}
 	}
@@ -134,6 +151,20 @@ func MemberOf(pod *corev1.Pod, set *v1alpha1.SidecarSet, ns *corev1.Namespace, o
 	case readable || damaged:
 		return Member{Membership: Corrupt, Err: fmt.Errorf("annotation %s holds an entry for %s but %s does not name it",
 			v1alpha1.AnnotationState, set.Name, v1alpha1.AnnotationInjected)}
+	}
+	carries := func(name string) bool {
+		_, ok := state[name]
+		return ok || listed(pod.Annotations[v1alpha1.AnnotationInjected], name)
+	}
+	if base := inject.CanaryOf(set); base != "" && carries(base) {
+		return Member{Membership: KeptByBase}
+	}
+	for _, c := range canaries {
+		if inject.CanaryOf(c) == set.Name && (carries(c.Name) || inject.Replaces(c, pod, ns, opts)) {
+			return Member{Membership: Replaced}
+		}
+	}
+	switch {
 	case pod.Annotations[v1alpha1.AnnotationInject] == "false":
 		return Member{Membership: OptedOut}
 	case listed(pod.Annotations[v1alpha1.AnnotationSkipped], set.Name):

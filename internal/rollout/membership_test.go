@@ -21,6 +21,8 @@ func TestMemberOf(t *testing.T) {
 	both := revision.Encode(revision.State{setName: rec, "other": other})
 	managed := map[string]string{"app": "db", v1alpha1.LabelManaged: "true"}
 	plain := map[string]string{"app": "db"}
+	canaryLabels := map[string]string{"app": "db", "track": "canary"}
+	canary := testutil.SidecarSet("other").Selector(canaryLabels).Container("exporter", "exporter:v2").CanaryOf(setName).Obj()
 	now := metav1.Now()
 
 	cases := []struct {
@@ -33,6 +35,9 @@ func TestMemberOf(t *testing.T) {
 		want        Membership
 		// wantRecord is compared for Managed pods.
 		wantRecord revision.SetState
+		// set replaces the set under test; canaries are passed to MemberOf.
+		set      *v1alpha1.SidecarSet
+		canaries []*v1alpha1.SidecarSet
 	}{
 		{name: "selector does not match", labels: map[string]string{"app": "web"}, want: NotMatched},
 		{name: "manager's namespace", labels: plain, namespace: "sidecarset-system", want: NotMatched},
@@ -88,6 +93,19 @@ func TestMemberOf(t *testing.T) {
 		{name: "skipped, then adopted", labels: managed, want: Managed, wantRecord: rec,
 			annotations: map[string]string{v1alpha1.AnnotationSkipped: "mysql-sidecars",
 				v1alpha1.AnnotationInjected: "mysql-sidecars,other", v1alpha1.AnnotationState: both}},
+		// Canaries: "other" is a canary of the set under test.
+		{name: "a canary selects the pod", labels: canaryLabels, want: Replaced, canaries: []*v1alpha1.SidecarSet{canary}},
+		{name: "a canary carries the pod's record", labels: managed, want: Replaced, canaries: []*v1alpha1.SidecarSet{canary},
+			annotations: map[string]string{v1alpha1.AnnotationInjected: "other", v1alpha1.AnnotationState: revision.Encode(revision.State{"other": other})}},
+		{name: "a paused canary hands new pods back", labels: canaryLabels, want: Unmanaged,
+			canaries: []*v1alpha1.SidecarSet{testutil.SidecarSet("other").Selector(canaryLabels).CanaryOf(setName).Paused().Obj()}},
+		{name: "a canary of another set", labels: canaryLabels, want: Unmanaged,
+			canaries: []*v1alpha1.SidecarSet{testutil.SidecarSet("other").Selector(canaryLabels).CanaryOf("elsewhere").Obj()}},
+		{name: "the base's own record wins", labels: managed, want: Managed, wantRecord: rec, canaries: []*v1alpha1.SidecarSet{canary},
+			annotations: map[string]string{v1alpha1.AnnotationInjected: "mysql-sidecars,other", v1alpha1.AnnotationState: both}},
+		{name: "the canary's view: the base's pod", labels: map[string]string{"app": "db", "track": "canary", v1alpha1.LabelManaged: "true"}, want: KeptByBase, set: canary,
+			annotations: map[string]string{v1alpha1.AnnotationInjected: "mysql-sidecars", v1alpha1.AnnotationState: revision.Encode(revision.State{setName: rec})}},
+		{name: "the canary's view: no record", labels: canaryLabels, want: Unmanaged, set: canary},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +118,11 @@ func TestMemberOf(t *testing.T) {
 			if tc.deleting {
 				pod.DeletionTimestamp = &now
 			}
-			got := MemberOf(pod, set, testutil.Namespace(ns, nil), inject.Options{ManagerNamespace: "sidecarset-system"})
+			s := set
+			if tc.set != nil {
+				s = tc.set
+			}
+			got := MemberOf(pod, s, tc.canaries, testutil.Namespace(ns, nil), inject.Options{ManagerNamespace: "sidecarset-system"})
 			if got.Membership != tc.want {
 				t.Fatalf("MemberOf = %s (%v), want %s", got.Membership, got.Err, tc.want)
 			}

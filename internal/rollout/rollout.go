@@ -7,8 +7,9 @@
 // The controller uses it in this order:
 //
 //	latest := rollout.NewLatest(set)
-//	for each pod, m := rollout.MemberOf(pod, set, namespace, opts):
+//	for each pod, m := rollout.MemberOf(pod, set, canaries, namespace, opts):
 //		Managed: pods = append(pods, rollout.Classify(pod, m.Record, latest))
+//		Replaced, KeptByBase: the other set of a canary pair's; counted nowhere
 //		Corrupt: an event on the pod; counted as unmanaged
 //		Unmanaged, Skipped (m.MayAdopt): adopt it when rollout.Adoptable(pod, set)
 //		the rest that is not adopted counts in unmanagedPods

@@ -22,6 +22,7 @@ import (
 	"github.com/sidecarset/sidecarset/internal/manager"
 	"github.com/sidecarset/sidecarset/internal/realnode"
 	"github.com/sidecarset/sidecarset/internal/testenv"
+	"github.com/sidecarset/sidecarset/internal/validation"
 )
 
 // Options say what to start.
@@ -77,6 +78,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	// a drain there only holds each stop back, so it is kept short while
 	// every stop still goes through it as the binary's does.
 	mgrOpts.ShutdownDrain = time.Second
+	// The examples' patchPodMetadata writes keys under example.com/; a
+	// cluster's operator allows such keys with the same flag.
+	mgrOpts.PatchPodMetadataAllowedKeys = validation.AllowedKeys{"example.com/"}
 	s := &Stack{mgrOption: mgrOpts}
 	defer func() {
 		if err != nil {

@@ -145,6 +145,12 @@ func SidecarSet(name string) *SidecarSetBuilder {
 	return &SidecarSetBuilder{set: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
+// Named renames the set.
+func (b *SidecarSetBuilder) Named(name string) *SidecarSetBuilder {
+	b.set.Name = name
+	return b
+}
+
 // Annotations adds annotations.
 func (b *SidecarSetBuilder) Annotations(annotations map[string]string) *SidecarSetBuilder {
 	b.set.Annotations = merged(b.set.Annotations, annotations)
@@ -204,9 +210,21 @@ func (b *SidecarSetBuilder) ImagePullSecrets(names ...string) *SidecarSetBuilder
 	return b
 }
 
+// CanaryOf marks the set as the canary of base (sidecarset.dev/canary
+// "true", sidecarset.dev/canary-of base).
+func (b *SidecarSetBuilder) CanaryOf(base string) *SidecarSetBuilder {
+	return b.Annotations(map[string]string{v1alpha1.AnnotationCanary: "true", v1alpha1.AnnotationCanaryOf: base})
+}
+
 // Paused sets spec.injectionStrategy.paused.
 func (b *SidecarSetBuilder) Paused() *SidecarSetBuilder {
 	b.set.Spec.InjectionStrategy.Paused = true
+	return b
+}
+
+// JobPods sets spec.jobPods.
+func (b *SidecarSetBuilder) JobPods(p v1alpha1.JobPodsPolicy) *SidecarSetBuilder {
+	b.set.Spec.JobPods = p
 	return b
 }
 

@@ -19,7 +19,12 @@ import (
 //     containers by name;
 //   - a volume name the other set declares with a different definition: the
 //     pod gets only one of them, so one set's sidecars would mount the other
-//     set's volume. The same definition under the same name is fine.
+//     set's volume. The same definition under the same name is fine;
+//   - a patchPodMetadata annotation the other set also writes, unless the
+//     pod's value cannot depend on which set went first (patchConflicts).
+//
+// A canary and its base are not checked against each other: a pod gets
+// either (inject.CanaryOf).
 //
 // Two sets can inject into the same pod when both their pod selectors and
 // their effective namespace selectors can overlap (see selectorsCanOverlap).
@@ -27,7 +32,9 @@ import (
 func validateConflicts(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opts Options, fld *field.Path) field.ErrorList {
 	sorted := make([]*v1alpha1.SidecarSet, 0, len(others))
 	for _, o := range others {
-		if o != nil && o.Name != set.Name {
+		// A canary and its base declare the same containers on purpose: a
+		// pod gets one or the other (validateCanaries checks the pair).
+		if o != nil && o.Name != set.Name && !pair(set, o) {
 			sorted = append(sorted, o)
 		}
 	}
@@ -43,6 +50,7 @@ func validateConflicts(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, 
 		errs = append(errs, containerConflicts(set.Spec.Containers, other, fld.Child("containers"))...)
 		errs = append(errs, containerConflicts(set.Spec.InitContainers, other, fld.Child("initContainers"))...)
 		errs = append(errs, volumeConflicts(set.Spec.Volumes, other, fld.Child("volumes"))...)
+		errs = append(errs, patchConflicts(set.Spec.PatchPodMetadata, other, fld.Child("patchPodMetadata"))...)
 	}
 	return errs
 }

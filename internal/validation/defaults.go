@@ -63,8 +63,16 @@ func Default(set *v1alpha1.SidecarSet) {
 	if spec.AdoptionPolicy == "" {
 		spec.AdoptionPolicy = v1alpha1.AdoptNever
 	}
+	if spec.JobPods == "" {
+		spec.JobPods = v1alpha1.JobPodsNativeSidecar
+	}
 	if spec.RevisionHistoryLimit == nil {
 		spec.RevisionHistoryLimit = ptr.To(DefaultRevisionHistoryLimit)
+	}
+	for i := range spec.PatchPodMetadata {
+		if p := &spec.PatchPodMetadata[i]; p.PatchPolicy == "" {
+			p.PatchPolicy = v1alpha1.PatchRetain
+		}
 	}
 }
 

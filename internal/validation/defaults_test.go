@@ -45,6 +45,7 @@ func TestDefault(t *testing.T) {
 				},
 				DriftPolicy:          v1alpha1.DriftReport,
 				AdoptionPolicy:       v1alpha1.AdoptNever,
+				JobPods:              v1alpha1.JobPodsNativeSidecar,
 				RevisionHistoryLimit: ptr.To[int32](10),
 			},
 		},
@@ -69,6 +70,7 @@ func TestDefault(t *testing.T) {
 				},
 				DriftPolicy:          v1alpha1.DriftRevert,
 				AdoptionPolicy:       v1alpha1.AdoptSameName,
+				JobPods:              v1alpha1.JobPodsKeep,
 				RevisionHistoryLimit: ptr.To[int32](0),
 			},
 			want: v1alpha1.SidecarSetSpec{
@@ -90,6 +92,7 @@ func TestDefault(t *testing.T) {
 				},
 				DriftPolicy:          v1alpha1.DriftRevert,
 				AdoptionPolicy:       v1alpha1.AdoptSameName,
+				JobPods:              v1alpha1.JobPodsKeep,
 				RevisionHistoryLimit: ptr.To[int32](0),
 			},
 		},

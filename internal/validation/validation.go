@@ -14,8 +14,10 @@
 //     values, containers, volumes);
 //   - contextual: the SidecarSet against things outside it, namely the other
 //     SidecarSets (two sets that can select the same pod may not declare the
-//     same container name, or the same volume name differently) and the
-//     system namespaces, which depend on the manager's namespace.
+//     same container name, the same volume name differently, or the same
+//     patchPodMetadata annotation in ways whose result would depend on the
+//     order they are applied in), the system namespaces, which depend on
+//     the manager's namespace, and the annotation keys the manager allows.
 //
 // Updates ratchet, as the apiserver does for its own types: an update that
 // leaves the spec and the allow-system-namespaces annotation alone (labels,
@@ -53,6 +55,15 @@ type Options struct {
 	// webhook depend on itself. Empty means unknown, and then only kube-system,
 	// kube-public and kube-node-lease are system namespaces.
 	ManagerNamespace string
+	// AllowedAnnotationKeys are the annotation keys spec.patchPodMetadata
+	// may write: the manager's --patch-pod-metadata-allowed-keys. None when
+	// empty, so writing a pod's annotations is something the operator turns
+	// on.
+	AllowedAnnotationKeys AllowedKeys
+	// AnyAnnotationKey skips that check, for tools that work offline and
+	// cannot know the manager's flag (kubectl sidecarset convert and
+	// inject -f). The manager never sets it.
+	AnyAnnotationKey bool
 }
 
 // ValidateCreate validates a new SidecarSet against the other existing
@@ -69,13 +80,23 @@ func ValidateCreate(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opt
 // is modified.
 func ValidateUpdate(oldSet, newSet *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opts Options) field.ErrorList {
 	if apiequality.Semantic.DeepEqual(oldSet.Spec, newSet.Spec) &&
-		oldSet.Annotations[v1alpha1.AnnotationAllowSystemNamespaces] == newSet.Annotations[v1alpha1.AnnotationAllowSystemNamespaces] {
+		!annotationsChanged(oldSet, newSet, v1alpha1.AnnotationAllowSystemNamespaces, v1alpha1.AnnotationCanary, v1alpha1.AnnotationCanaryOf) {
 		// Nothing validation looks at changed (the name cannot), so the update
 		// cannot make the object any worse than it already is.
 		return nil
 	}
 	errs := validateIntrinsic(newSet)
+	errs = append(errs, validateCanaryUpdate(oldSet, newSet, field.NewPath("metadata", "annotations"))...)
 	return append(errs, ratchet(validateContext(newSet, others, opts), validateContext(oldSet, others, opts))...)
+}
+
+func annotationsChanged(oldSet, newSet *v1alpha1.SidecarSet, keys ...string) bool {
+	for _, k := range keys {
+		if oldSet.Annotations[k] != newSet.Annotations[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // ratchet drops from errs those that old already had. Contextual errors are
@@ -110,6 +131,8 @@ func validateIntrinsic(set *v1alpha1.SidecarSet) field.ErrorList {
 // SidecarSets.
 func validateContext(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, opts Options) field.ErrorList {
 	errs := validateSystemNamespaces(set, opts, field.NewPath("spec", "namespaceSelector"))
+	errs = append(errs, validateCanaries(set, others, opts)...)
+	errs = append(errs, validateAllowedKeys(set.Spec.PatchPodMetadata, opts, field.NewPath("spec", "patchPodMetadata"))...)
 	return append(errs, validateConflicts(set, others, opts, field.NewPath("spec"))...)
 }
 
@@ -128,7 +151,7 @@ func validateMetadata(meta *metav1.ObjectMeta, fld *field.Path) field.ErrorList 
 		// Any other spelling ("yes", "True") would silently mean "not allowed".
 		errs = append(errs, field.NotSupported(fld.Child("annotations").Key(v1alpha1.AnnotationAllowSystemNamespaces), v, []string{"true", "false"}))
 	}
-	return errs
+	return append(errs, validateCanaryMarks(meta, fld.Child("annotations"))...)
 }
 
 func validateSpec(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.ErrorList {
@@ -153,9 +176,11 @@ func validateSpec(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.ErrorLis
 		}
 	}
 
+	errs = append(errs, validatePatchPodMetadata(spec.PatchPodMetadata, fld.Child("patchPodMetadata"))...)
 	errs = append(errs, validateUpdateStrategy(&spec.UpdateStrategy, fld.Child("updateStrategy"))...)
 	errs = append(errs, validateEnum(spec.DriftPolicy, []v1alpha1.DriftPolicy{v1alpha1.DriftReport, v1alpha1.DriftRevert}, fld.Child("driftPolicy"))...)
 	errs = append(errs, validateEnum(spec.AdoptionPolicy, []v1alpha1.AdoptionPolicy{v1alpha1.AdoptNever, v1alpha1.AdoptSameName}, fld.Child("adoptionPolicy"))...)
+	errs = append(errs, validateEnum(spec.JobPods, []v1alpha1.JobPodsPolicy{v1alpha1.JobPodsNativeSidecar, v1alpha1.JobPodsKeep}, fld.Child("jobPods"))...)
 	if l := spec.RevisionHistoryLimit; l != nil && *l < 0 {
 		errs = append(errs, field.Invalid(fld.Child("revisionHistoryLimit"), *l, "must be greater than or equal to 0"))
 	}

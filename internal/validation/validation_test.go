@@ -320,6 +320,12 @@ func TestValidateCreateInvalid(t *testing.T) {
 			want:   err(field.ErrorTypeNotSupported, "spec.adoptionPolicy"),
 			reason: `"Never", "SameName"`,
 		},
+		{
+			name:   "jobPods unknown",
+			modify: func(s *v1alpha1.SidecarSet) { s.Spec.JobPods = "Regular" },
+			want:   err(field.ErrorTypeNotSupported, "spec.jobPods"),
+			reason: `"NativeSidecar", "Keep"`,
+		},
 
 		// containers
 		{

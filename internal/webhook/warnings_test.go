@@ -180,11 +180,13 @@ func (n *notes) Eventf(regarding, _ runtime.Object, eventtype, reason, action, n
 }
 
 // TestPodWarningEventsCountPods admits pods of a Job-like template through
-// the pod mutator: each gets the warning, and the set gets one event per
-// interval that counts the pods it stands for.
+// the pod mutator, the set keeping its regular sidecar regular (jobPods
+// Keep): each gets the warning, and the set gets one event per interval that
+// counts the pods it stands for.
 func TestPodWarningEventsCountPods(t *testing.T) {
 	labels := map[string]string{"example.com/mysql": "counted-events"}
 	set := sidecarSet("counted-events", labels, corev1.Container{Name: "exporter", Image: digestImage, Resources: resources()})
+	set.Spec.JobPods = v1alpha1.JobPodsKeep
 	createSet(t, set)
 	ns := namespace(t, nil)
 	mutator, _ := countingMutator(t)
@@ -217,7 +219,7 @@ func TestPodWarningEventsCountPods(t *testing.T) {
 	clock.SetTime(clock.Now().Add(webhook.EventInterval))
 	admit("p4")
 
-	const tail = `, which never completes while it runs: declare it under initContainers with restartPolicy: Always`
+	const tail = `, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always`
 	want := []string{
 		"Warning InjectionWarning Inject counted-events: pod " + ns + "/p0: " + neverCompletes + tail,
 		"Warning InjectionWarning Inject counted-events: pod " + ns + "/p4: " + neverCompletes + tail + " (4 pods since the last event)",

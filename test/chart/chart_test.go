@@ -39,8 +39,11 @@ type release struct {
 	namespace string
 	values    string
 
-	replicas       int32
-	injection      string
+	replicas  int32
+	injection string
+	// allowedKeys is --patch-pod-metadata-allowed-keys, "" when it must
+	// not be given.
+	allowedKeys    string
 	failurePolicy  admissionregistrationv1.FailurePolicyType
 	timeoutSeconds int32
 	// excluded are the namespaces the pod webhook must skip, in any order.
@@ -73,6 +76,8 @@ var releases = []release{{
 	values: `
 replicas: 1
 injection: auto
+patchPodMetadata:
+  allowedKeys: [example.com/, prometheus.io/scrape, "team-*"]
 webhook:
   failurePolicy: Ignore
   timeoutSeconds: 10
@@ -85,6 +90,7 @@ admissionPolicy:
 `,
 	replicas:        1,
 	injection:       "auto",
+	allowedKeys:     "example.com/,prometheus.io/scrape,team-*",
 	failurePolicy:   admissionregistrationv1.Ignore,
 	timeoutSeconds:  10,
 	excluded:        []string{"kube-system", "kube-public", "kube-node-lease", "legacy", "platform"},
@@ -470,6 +476,10 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 
 	if got := args["--injection"]; got != rel.injection {
 		t.Errorf("--injection = %q, want %q", got, rel.injection)
+	}
+	// No key is allowed unless the values list some.
+	if got, ok := args["--patch-pod-metadata-allowed-keys"]; got != rel.allowedKeys || ok != (rel.allowedKeys != "") {
+		t.Errorf("--patch-pod-metadata-allowed-keys = %q (given: %t), want %q", got, ok, rel.allowedKeys)
 	}
 
 	// The manager's namespace comes from the downward API, so that it

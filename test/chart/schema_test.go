@@ -42,6 +42,10 @@ func TestSchema(t *testing.T) {
 		{"webhook: {excludeNamespaces: ['']}", "excludeNamespaces"},
 		{"replicas: 0", "replicas"},
 		{"injection: Policy", "injection"},
+		{"patchPodMetadata: {allowedKeys: example.com/}", "allowedKeys"},
+		{"patchPodMetadata: {allowedKeys: ['example.com/a,example.com/b']}", "allowedKeys"},
+		{"patchPodMetadata: {allowedKeys: ['example.com/*-level']}", "allowedKeys"},
+		{"patchPodMetadata: {allowedKey: [example.com/]}", "allowedKey"},
 		// Unknown keys, from the top down.
 		{"replica: 3", "replica"},
 		{"webhook: {failurepolicy: Ignore}", "failurepolicy"},
@@ -87,6 +91,8 @@ func TestSchemaAccepts(t *testing.T) {
 		"priorityClassName: system-cluster-critical",
 		"injection: policy",
 		"injection: auto",
+		"patchPodMetadata: {allowedKeys: ['*']}",
+		"patchPodMetadata: {allowedKeys: [example.com/, 'example.com/log-*', prometheus.io/scrape]}",
 		"metrics: {serviceMonitor: {enabled: true, interval: 1m30s, labels: {release: prometheus}}}",
 		"metrics: {serviceMonitor: {enabled: true, interval: ''}}",
 		`affinity:

@@ -119,6 +119,21 @@ func diffCorpus() []diffCase {
 				testutil.Pod("", "taken").Labels(diffLabels).Containers(corev1.Container{Name: "app", Image: diffApp, Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}).Obj()}},
 		{name: "env, args and resources", sets: []*v1alpha1.SidecarSet{diffSet("pd-env").Containers(envd).Obj()},
 			pods: []*corev1.Pod{diffPod("p").Obj()}},
+		{name: "a Job's pod: regular containers as native sidecars after each set's own, or kept regular", sets: []*v1alpha1.SidecarSet{
+			diffSet("pd-job-b").Containers(testutil.Container("exporter", diffProxy).Sidecar(v1alpha1.BeforeAppContainer)).
+				InitContainers(testutil.Container("wait", diffProxy).Sidecar("")).Obj(),
+			diffSet("pd-job-a").Containers(testutil.Container("proxy", diffProxy).Sidecar(""), testutil.Container("log", diffProxy).Sidecar(v1alpha1.AfterAppContainer)).
+				InitContainers(native).Obj(),
+			diffSet("pd-job-c").JobPods(v1alpha1.JobPodsKeep).Container("kept", diffProxy).Obj()},
+			pods: []*corev1.Pod{
+				diffPod("never").RestartPolicy(corev1.RestartPolicyNever).InitContainers(testutil.Container("setup", diffApp).Obj()).Obj(),
+				diffPod("on-failure").RestartPolicy(corev1.RestartPolicyOnFailure).Obj(),
+				diffPod("always").Obj()}},
+		{name: "a Job's pod with a stale record: injected afresh", sets: []*v1alpha1.SidecarSet{
+			diffSet("pd-job-stale").Container("proxy", diffProxy).Obj()},
+			pods: []*corev1.Pod{diffPod("p").RestartPolicy(corev1.RestartPolicyNever).Annotations(map[string]string{v1alpha1.AnnotationInjected: "pd-job-stale",
+				v1alpha1.AnnotationState: revision.Encode(revision.State{"pd-job-stale": {Revision: "pd-job-stale-1", Hash: "h", ImagelessHash: "i",
+					Containers: []revision.ContainerState{{Name: "proxy", Init: true, Image: diffProxy}}}})}).Obj()}},
 		{name: "restricted namespace, privileged sidecar", nsLabels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"},
 			sets: []*v1alpha1.SidecarSet{diffSet("pd-priv").Containers(privileged()).Obj()},
 			pods: []*corev1.Pod{diffPod("p").Obj()}},
@@ -177,6 +192,9 @@ func genCase(rt *rapid.T, n int) diffCase {
 			ics = append(ics, c.Sidecar(rapid.SampledFrom([]v1alpha1.PodInjectPolicy{"", v1alpha1.BeforeAppContainer}).Draw(rt, "ipolicy")))
 		}
 		b = b.Containers(cs...).InitContainers(ics...)
+		if rapid.Bool().Draw(rt, "keep") {
+			b = b.JobPods(v1alpha1.JobPodsKeep)
+		}
 		b = b.Volumes(testutil.EmptyDirVolume("own"))
 		if rapid.Bool().Draw(rt, "declares") {
 			b = b.Volumes(testutil.EmptyDirVolume(rapid.SampledFrom(vols).Draw(rt, "svol")))
@@ -192,6 +210,9 @@ func genCase(rt *rapid.T, n int) diffCase {
 	}
 	if rapid.Bool().Draw(rt, "podVolume") {
 		p = p.Volumes(testutil.HostPathVolume(rapid.SampledFrom(append([]string{"pv"}, vols...)).Draw(rt, "pvol"), "/srv"))
+	}
+	if rapid.Bool().Draw(rt, "job") {
+		p = p.RestartPolicy(rapid.SampledFrom([]corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure}).Draw(rt, "restartPolicy"))
 	}
 	if rapid.Bool().Draw(rt, "podSecret") {
 		p = p.ImagePullSecrets("s2")

@@ -58,3 +58,38 @@ func TestRePushedTag(t *testing.T) {
 	}
 	f.AssertAppsUntouched(apps)
 }
+
+// TestSameContentNewTag: the sidecar moves to a new tag of the content it
+// already runs (a release tag added to a build's). The kubelet restarts it,
+// since its image string changed, yet the imageID it reports stays the same,
+// and status.image may still show the first tag. The rollout completes all
+// the same, judged by the new container and the pod generation the kubelet
+// reports, not by the imageID: a rollout that waits for a new imageID waits
+// there for ever.
+func TestSameContentNewTag(t *testing.T) {
+	const pods = 3
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 1)
+	f.startComplete(set, pods)
+	apps := fixture.AppIDs(f.Pods())
+	oldID := fixture.ContainerStatus(f.Pod("p01"), "exporter").ImageID
+
+	// A tag of the test's own: the nodes and their registry are shared.
+	release := "exporter:" + f.NS
+	if err := f.C.Tag(t.Context(), "exporter:v1", release); err != nil {
+		t.Fatal(err)
+	}
+	f.rollOut(release, pods, 1, "maxUnavailable 1")
+	ps := f.Pods()
+	for _, p := range ps {
+		if id := fixture.ContainerStatus(&p, "exporter").ImageID; id != oldID {
+			t.Errorf("pod %s: exporter runs imageID %s on the new tag, want the same content's %s", p.Name, id, oldID)
+		}
+	}
+	for name, n := range fixture.Restarts(ps, "exporter") {
+		if n != 1 {
+			t.Errorf("pod %s: exporter restarted %d times, want once", name, n)
+		}
+	}
+	f.AssertAppsUntouched(apps)
+}
