@@ -78,7 +78,7 @@ bench: control-plane
 ## written to the package's testdata/fuzz, to commit with the fix. Plain
 ## `go test` (make test) replays the committed corpora.
 FUZZTIME ?= 10m
-FUZZ_TARGETS := internal/revision:FuzzDecode internal/validation:FuzzValidate internal/inject:FuzzInject internal/webhook/fuzz:FuzzPodMutator
+FUZZ_TARGETS := internal/revision:FuzzDecode internal/validation:FuzzValidate internal/inject:FuzzInject internal/inject/resourceexpr:FuzzParse internal/webhook/fuzz:FuzzPodMutator
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg="$${t%%:*}"; name="$${t##*:}"; \
 		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \

@@ -160,6 +160,94 @@ type SidecarContainer struct {
 	// +optional
 	// +listType=atomic
 	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
+
+	// resourcesPolicy computes the sidecar's resource requests and limits at
+	// injection from those of the pod's app containers, instead of fixed
+	// resources, which must then be empty. On an init container it needs
+	// restartPolicy Always (a native sidecar). The resources a pod got stay
+	// as they were: running sidecars are not resized, so a change of
+	// resourcesPolicy makes running pods not upgradable in place, as any
+	// change beyond the image does, while a new image still goes in place.
+	// +optional
+	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
+}
+
+// TargetContainersMode says how the target containers' resources combine.
+// +kubebuilder:validation:Enum=sum;max
+type TargetContainersMode string
+
+const (
+	// TargetContainersModeSum adds them up.
+	TargetContainersModeSum TargetContainersMode = "sum"
+	// TargetContainersModeMax takes the largest.
+	TargetContainersModeMax TargetContainersMode = "max"
+)
+
+// ResourcesPolicy computes a sidecar's resources from the pod's app
+// containers when it is injected.
+type ResourcesPolicy struct {
+	// targetContainersMode is sum or max: how the requests (and the limits)
+	// of the target containers combine into the value an expression's
+	// variable holds.
+	// +required
+	TargetContainersMode TargetContainersMode `json:"targetContainersMode"`
+
+	// targetContainersNameRegex selects the target containers by name (RE2
+	// syntax, unanchored: anchor with ^ and $ to match whole names) among
+	// the pod's own containers and native sidecars, never those a
+	// SidecarSet injected. A pod where it selects none is created without
+	// the SidecarSet, which counts it in skippedPods. Defaults to ".*".
+	// +optional
+	// +kubebuilder:default=".*"
+	// +kubebuilder:validation:MaxLength=256
+	TargetContainersNameRegex string `json:"targetContainersNameRegex,omitempty"`
+
+	// resourcesExpr holds the expressions for the limits and the requests.
+	// +required
+	ResourcesExpr ResourcesExpr `json:"resourcesExpr"`
+
+	// keepQoSClass keeps a Guaranteed pod Guaranteed: in such a pod the
+	// sidecar's requests equal its limits (the computed limit where there is
+	// one, else the computed request), so injecting it never moves the pod
+	// to an earlier OOM-kill and eviction class. It needs an expression for
+	// cpu and one for memory. In a pod of another class it changes nothing.
+	// +optional
+	KeepQoSClass bool `json:"keepQoSClass,omitempty"`
+}
+
+// ResourcesExpr holds the expressions of a resourcesPolicy.
+type ResourcesExpr struct {
+	// limits computes the sidecar's limits. Where a target container has no
+	// limit for a resource, their combination is unlimited and the sidecar
+	// gets no limit for it either.
+	// +optional
+	Limits *ResourceExpressions `json:"limits,omitempty"`
+
+	// requests computes the sidecar's requests. A target container without
+	// a request for a resource counts with its limit, as the apiserver
+	// defaults it, or with 0 when it has neither.
+	// +optional
+	Requests *ResourceExpressions `json:"requests,omitempty"`
+}
+
+// ResourceExpressions are the expressions for cpu and memory. Each is
+// arithmetic with + - * /, parentheses, max(a, b), min(a, b), numbers,
+// percentages (50% is 0.5) and quantities (200m, 64Mi) over one variable:
+// cpu in the cpu expression, memory in the memory one, the combined value of
+// the target containers. A bare number counts in cores or bytes. Example:
+// "max(cpu * 10%, 50m)". An empty expression leaves that resource unset.
+type ResourceExpressions struct {
+	// cpu is the expression for cpu; its result is rounded up to a
+	// millicore.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	CPU string `json:"cpu,omitempty"`
+
+	// memory is the expression for memory; its result is rounded up to a
+	// byte.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Memory string `json:"memory,omitempty"`
 }
 
 // SharePolicyType says whether a sidecar shares the app containers'

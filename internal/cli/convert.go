@@ -31,12 +31,12 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
-OpenKruise field sidecarset does not support (hot upgrade, resourcesPolicy,
+OpenKruise field sidecarset does not support (hot upgrade,
 injectionStrategy.revision, customVersion, ...) is dropped with a warning on
 stderr naming it, and so is a field OpenKruise's API does not have; "Note:"
 lines name dropped values that mean what sidecarset does anyway (upgradeType
 ColdUpgrade, a shareVolumePolicy other than enabled). shareVolumePolicy,
-shareVolumeDevicePolicy, transferEnv, patchPodMetadata and canary SidecarSets
+shareVolumeDevicePolicy, transferEnv, resourcesPolicy, patchPodMetadata and canary SidecarSets
 (apps.kruise.io/sidecarset-canary and -base) carry over; the keys
 patchPodMetadata writes must be allowed on the manager
 (--patch-pod-metadata-allowed-keys), which a warning says. A percentage partition
@@ -554,7 +554,9 @@ func (c *converter) containers(key string, v any) ([]any, error) {
 					conv[k] = t
 				}
 			case k == "resourcesPolicy":
-				c.drop(path+".resourcesPolicy", "sidecarset does not size sidecars from the pod's containers; declare resources (the pods OpenKruise sized this way differ from the declaration and are not adopted)")
+				if p := c.resourcesPolicy(path+".resourcesPolicy", v); p != nil {
+					conv[k] = p
+				}
 			default:
 				c.unknown(path + "." + k)
 			}
@@ -588,6 +590,47 @@ func (c *converter) upgradeStrategy(path string, v any) {
 			c.unknown(path + "." + k)
 		}
 	}
+}
+
+// resourcesPolicy returns a resourcesPolicy with OpenKruise's fields, which
+// mean the same here, and notes where the computation differs.
+func (c *converter) resourcesPolicy(path string, v any) map[string]any {
+	m, _ := v.(map[string]any)
+	out := map[string]any{}
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "targetContainersMode", "targetContainersNameRegex":
+			out[k] = m[k]
+		case "resourcesExpr":
+			out[k] = c.resourcesExpr(path+".resourcesExpr", m[k])
+		default:
+			c.unknown(path + "." + k)
+		}
+	}
+	c.notes = append(c.notes, fmt.Sprintf("Note: %s: %s carried over; it differs from OpenKruise's in that results are exact and rounded up once (to 1m of cpu, 1 byte of memory) where OpenKruise truncates to milli-units at each * and /, a cpu expression names only cpu and a memory one only memory, and a pod where targetContainersNameRegex selects no container is created without the SidecarSet, where OpenKruise refuses it", c.what, path))
+	return out
+}
+
+func (c *converter) resourcesExpr(path string, v any) map[string]any {
+	m, _ := v.(map[string]any)
+	out := map[string]any{}
+	for _, k := range sortedKeys(m) {
+		if k != "limits" && k != "requests" {
+			c.unknown(path + "." + k)
+			continue
+		}
+		exprs, _ := m[k].(map[string]any)
+		conv := map[string]any{}
+		for _, r := range sortedKeys(exprs) {
+			if r != "cpu" && r != "memory" {
+				c.unknown(path + "." + k + "." + r)
+				continue
+			}
+			conv[r] = exprs[r]
+		}
+		out[k] = conv
+	}
+	return out
 }
 
 // sharePolicy returns a shareVolumePolicy or shareVolumeDevicePolicy

@@ -18,8 +18,9 @@ import (
 // FuzzInject checks, for any pod, namespace and sets, that Inject does not
 // panic, leaves its inputs alone, reports Changed exactly when the pod
 // changed, changes no more than the records when it injects nothing, writes
-// records that decode, never gives a container name twice, and, run again on
-// its own output, never injects a set twice.
+// records that decode, never gives a container name twice, never gives a
+// sidecar with a resourcesPolicy a request above its limit, and, run again
+// on its own output, never injects a set twice.
 func FuzzInject(f *testing.F) {
 	seed := func(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, state string) {
 		f.Add(mustJSON(f, pod), mustJSON(f, sets), mustJSON(f, ns), state)
@@ -49,6 +50,10 @@ func FuzzInject(f *testing.F) {
 	app.VolumeDevices = []corev1.VolumeDevice{{Name: "blk", DevicePath: "/dev/b"}}
 	seed(testutil.Pod("shop", "p").Labels(dbLabels).Containers(app).Volumes(testutil.EmptyDirVolume("logs"), testutil.EmptyDirVolume("data"), testutil.EmptyDirVolume("own")).Obj(),
 		shop, []*v1alpha1.SidecarSet{testutil.SidecarSet("share").Selector(dbLabels).Containers(sharing).Obj()}, "")
+	seed(testutil.Pod("shop", "p").Labels(dbLabels).Containers(guaranteed("app", appImage).Obj(), testutil.Container("worker", appImage).Requests("1", "").Obj()).
+		InitContainers(testutil.Container("own-log", logImage).RestartAlways().Limits("100m", "64Mi").Obj()).Obj(),
+		shop, []*v1alpha1.SidecarSet{testutil.SidecarSet("sized").Selector(dbLabels).Containers(sized("meter", exporterImage, true)).
+			InitContainers(sized("native-meter", meshImage, false)).Obj()}, "")
 
 	f.Fuzz(func(t *testing.T, podJSON, setsJSON, nsJSON []byte, state string) {
 		var pod *corev1.Pod
@@ -103,6 +108,7 @@ func FuzzInject(f *testing.F) {
 		}
 		checkNamesAdded(t, pod, got.Pod)
 		checkShared(t, sets, got.Pod)
+		checkSized(t, sets, got.Pod)
 
 		again := inject.Inject(got.Pod, ns, sets, opts)
 		for _, name := range again.Injected {
@@ -180,6 +186,32 @@ func checkShared(t *testing.T, sets []*v1alpha1.SidecarSet, pod *corev1.Pod) {
 			for i := range copied {
 				if slices.ContainsFunc(c.Env[i+1:], func(e corev1.EnvVar) bool { return e.Name == c.Env[i].Name }) {
 					t.Fatalf("container %q got variable %q copied over one it had", c.Name, c.Env[i].Name)
+				}
+			}
+		}
+	}
+}
+
+// checkSized fails when a sidecar with a resourcesPolicy got a request
+// above its limit, which the apiserver refuses.
+func checkSized(t *testing.T, sets []*v1alpha1.SidecarSet, pod *corev1.Pod) {
+	t.Helper()
+	sized := map[string]bool{}
+	for _, s := range sets {
+		for _, cs := range [][]v1alpha1.SidecarContainer{s.Spec.Containers, s.Spec.InitContainers} {
+			for _, sc := range cs {
+				sized[sc.Name] = sc.ResourcesPolicy != nil
+			}
+		}
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if !sized[c.Name] {
+				continue
+			}
+			for name, req := range c.Resources.Requests {
+				if lim, ok := c.Resources.Limits[name]; ok && req.Cmp(lim) > 0 {
+					t.Fatalf("container %q requests %s %s, above its limit %s", c.Name, req.String(), name, lim.String())
 				}
 			}
 		}

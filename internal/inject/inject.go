@@ -92,7 +92,10 @@
 // A sidecar with shareVolumePolicy or shareVolumeDevicePolicy enabled also
 // gets the app containers' volume mounts or devices, and one with
 // transferEnv their environment variables, as share.go describes; what it
-// asks for and cannot get is a warning, never a reason to skip the set.
+// asks for and cannot get is a warning, never a reason to skip the set. One
+// with a resourcesPolicy gets the resources it computes from the pod's own
+// containers, as resources.go describes; a policy that cannot give it
+// resources the apiserver takes is a per-pod reason to skip the set.
 //
 // A set's patchPodMetadata annotations are written as PatchAnnotations
 // says, after those of the sets before it by name, when the set is
@@ -240,6 +243,8 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 	}
 	nsName := namespaceName(pod, ns)
 	b.apps = appContainers(pod, state)
+	b.own = ownContainers(pod, state)
+	b.guaranteed = guaranteed(pod)
 	b.fields = podFields{pod: pod, namespace: nsName}
 
 	ordered := slices.Clone(sets)
@@ -266,13 +271,17 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 		if !ok || !b.claim(set) {
 			continue
 		}
-		if why := b.fits(set); why != "" {
+		computed, why := computeResources(set, b.own, b.guaranteed)
+		if why == "" {
+			why = b.fits(set)
+		}
+		if why != "" {
 			b.release(set)
 			res.Skipped = append(res.Skipped, Skip{Set: set.Name, Reason: why})
 			b.warn(set.Name, ReasonInjectionSkipped, "SidecarSet %q not injected into this pod: %s", set.Name, why)
 			continue
 		}
-		state[set.Name] = b.add(set, c.head())
+		state[set.Name] = b.add(set, c.head(), computed)
 		b.patchMetadata(set)
 		res.Injected = append(res.Injected, set.Name)
 	}
@@ -388,6 +397,11 @@ type builder struct {
 	// fieldRef reads, for the sidecars that take from them (share.go).
 	apps   []*corev1.Container
 	fields podFields
+	// own are the pod's containers a resourcesPolicy may take from, and
+	// guaranteed whether the pod was Guaranteed before injection
+	// (resources.go).
+	own        []*corev1.Container
+	guaranteed bool
 
 	// warnings are in the order the sets were taken; events are those about
 	// one set.
@@ -415,8 +429,9 @@ type sidecar struct {
 	// holds too.
 	native bool
 	// built, when set, is the container with what it takes from the app
-	// containers, and restartPolicy Always when native, which goes into the
-	// pod instead of c's.
+	// containers, the resources its resourcesPolicy computed, and
+	// restartPolicy Always when native, which goes into the pod instead of
+	// c's.
 	built *corev1.Container
 }
 
@@ -579,7 +594,9 @@ func (b *builder) trial(set *v1alpha1.SidecarSet) *corev1.PodSpec {
 
 // add takes in set's containers, volumes and imagePullSecrets and returns
 // the set's record: rec, the revision and hashes, with the containers.
-func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState) revision.SetState {
+// computed are the resources of the sidecars with a resourcesPolicy, by
+// name.
+func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState, computed map[string]corev1.ResourceRequirements) revision.SetState {
 	n := len(set.Spec.Containers) + len(set.Spec.InitContainers)
 	rec.Containers = make([]revision.ContainerState, 0, n)
 	b.injected = slices.Grow(b.injected, n)
@@ -594,6 +611,12 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState) revision.
 			for _, w := range warnings {
 				b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q %s", set.Name, w)
 			}
+		}
+		if r, ok := computed[s.c.Name]; ok {
+			if s.built == nil {
+				s.built = s.c.Container.DeepCopy()
+			}
+			s.built.Resources = r
 		}
 		b.injected = append(b.injected, s)
 		if !s.init && finishes(b.pod) {
@@ -699,7 +722,7 @@ func qosWarning(before, after *corev1.Pod, injected []sidecar) (string, []string
 	}
 	var culprits, sets []string
 	for _, s := range injected {
-		if containerQOS(&s.c.Resources) != was {
+		if containerQOS(&s.container().Resources) != was {
 			culprits = append(culprits, fmt.Sprintf("SidecarSet %q container %q", s.set, s.c.Name))
 			if !slices.Contains(sets, s.set) {
 				sets = append(sets, s.set)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The QoS rules below follow the kubelet's
@@ -72,11 +73,8 @@ func containerQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
 // it so (SetDefaults_Pod) before storing the pod, after mutating webhooks
 // too, so a sidecar declaring limits only ends up Guaranteed.
 func resourceQOS(r *corev1.ResourceRequirements, name corev1.ResourceName) corev1.PodQOSClass {
-	lim, hasLim := r.Limits[name]
-	req, hasReq := r.Requests[name]
-	if !hasReq && hasLim {
-		req = lim
-	}
+	lim := r.Limits[name]
+	req, _ := request(r, name)
 	switch {
 	case !req.Equal(lim):
 		return corev1.PodQOSBurstable
@@ -85,4 +83,21 @@ func resourceQOS(r *corev1.ResourceRequirements, name corev1.ResourceName) corev
 	default:
 		return corev1.PodQOSGuaranteed
 	}
+}
+
+// request returns the container's request of name, which is its limit when
+// only that is set, as the apiserver defaults it; ok is false when neither
+// is set.
+func request(r *corev1.ResourceRequirements, name corev1.ResourceName) (q resource.Quantity, ok bool) {
+	if req, ok := r.Requests[name]; ok {
+		return req, true
+	}
+	lim, ok := r.Limits[name]
+	return lim, ok
+}
+
+// guaranteed reports whether pod is of the Guaranteed class through its
+// containers' resources; with pod-level resources those alone decide.
+func guaranteed(pod *corev1.Pod) bool {
+	return !podLevelResourcesSet(pod) && containersQOS(pod) == corev1.PodQOSGuaranteed
 }

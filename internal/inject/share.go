@@ -61,17 +61,19 @@ func appContainers(pod *corev1.Pod, state revision.State) []*corev1.Container {
 	var apps []*corev1.Container
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if !injectedBySet(state, c.Name) {
+		if !injectedBySet(state, c.Name, false) {
 			apps = append(apps, c)
 		}
 	}
 	return apps
 }
 
-func injectedBySet(state revision.State, name string) bool {
+// injectedBySet reports whether an entry of state names the container
+// called name, among the init containers or the others as init says.
+func injectedBySet(state revision.State, name string, init bool) bool {
 	for _, entry := range state {
 		for _, c := range entry.Containers {
-			if !c.Init && c.Name == name {
+			if c.Init == init && c.Name == name {
 				return true
 			}
 		}

@@ -12,9 +12,10 @@ import (
 // SetWarnings returns the warnings about set that hold whatever pod it goes
 // into, each starting with the path of the field it is about:
 //
-//   - a container (or init container) with no resource requests or limits:
-//     the scheduler reserves nothing for it and nothing caps what it uses,
-//     unless a pod it goes into declares pod-level resources;
+//   - a container (or init container) with no resource requests or limits
+//     and no resourcesPolicy to compute them: the scheduler reserves
+//     nothing for it and nothing caps what it uses, unless a pod it goes
+//     into declares pod-level resources;
 //   - an image by tag rather than digest (no "@"): a re-pushed tag makes pods
 //     of one revision run different images.
 //
@@ -42,7 +43,7 @@ func SetWarnings(set *v1alpha1.SidecarSet) []string {
 }
 
 func appendContainerWarnings(out []string, path *field.Path, sc *v1alpha1.SidecarContainer) []string {
-	if len(sc.Resources.Requests) == 0 && len(sc.Resources.Limits) == 0 {
+	if len(sc.Resources.Requests) == 0 && len(sc.Resources.Limits) == 0 && sc.ResourcesPolicy == nil {
 		out = append(out, fmt.Sprintf("%s: container %q has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses, unless the pod declares pod-level resources",
 			path.Child("resources"), sc.Name))
 	}

@@ -285,6 +285,10 @@ func takesFromApps(c *v1alpha1.SidecarContainer) string {
 		return "shareVolumeDevicePolicy"
 	case len(c.TransferEnv) > 0:
 		return "transferEnv"
+	case c.ResourcesPolicy != nil:
+		// Sums, maxima and rounding of quantities, per pod, are beyond
+		// what a policy's CEL can write cleanly.
+		return "resourcesPolicy"
 	}
 	return ""
 }

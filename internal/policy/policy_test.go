@@ -29,6 +29,9 @@ func TestCompileUnsupported(t *testing.T) {
 	shareDevices.ShareVolumeDevicePolicy = &v1alpha1.SharePolicy{Type: v1alpha1.SharePolicyEnabled}
 	transfer := testutil.Container("env", "img").Sidecar("")
 	transfer.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A"}}
+	sized := testutil.Container("sized", "img").RestartAlways().Sidecar("")
+	sized.ResourcesPolicy = &v1alpha1.ResourcesPolicy{TargetContainersMode: v1alpha1.TargetContainersModeSum,
+		ResourcesExpr: v1alpha1.ResourcesExpr{Requests: &v1alpha1.ResourceExpressions{CPU: "cpu / 10"}}}
 	patched := func(policy v1alpha1.PatchPolicy) *v1alpha1.SidecarSet {
 		s := testutil.SidecarSet("s").Selector(db).Container("x", "i").Obj()
 		s.Spec.PatchPodMetadata = []v1alpha1.PatchPodMetadata{{PatchPolicy: policy, Annotations: map[string]string{"example.com/a": "1"}}}
@@ -49,6 +52,7 @@ func TestCompileUnsupported(t *testing.T) {
 		{"shareVolumePolicy", testutil.SidecarSet("s").Selector(db).Containers(share).Obj(), `container "log" uses shareVolumePolicy`},
 		{"shareVolumeDevicePolicy on an init container", testutil.SidecarSet("s").Selector(db).InitContainers(shareDevices).Obj(), `container "dev" uses shareVolumeDevicePolicy`},
 		{"transferEnv", testutil.SidecarSet("s").Selector(db).Containers(transfer).Obj(), `container "env" uses transferEnv`},
+		{"resourcesPolicy on a native sidecar", testutil.SidecarSet("s").Selector(db).InitContainers(sized).Obj(), `container "sized" uses resourcesPolicy`},
 		{"a canary", testutil.SidecarSet("s").Selector(db).CanaryOf("base").Obj(), `a canary of SidecarSet "base"`},
 		{"a base", testutil.SidecarSet("base").Selector(db).Obj(), "the base of the canary SidecarSet(s) s"},
 		{"patchPodMetadata", patched(v1alpha1.PatchOverwrite), "spec.patchPodMetadata is written by the webhook"},

@@ -54,8 +54,10 @@ const (
 // only by what Kruise adds on injection (see withoutKruiseAdditions), so a
 // SidecarSet converted from Kruise's takes over the pods Kruise injected
 // without restarting them. Kruise's hot-upgrade containers (renamed NAME-1,
-// NAME-2) and the resources its resourcesPolicy computes are not the
-// declared sidecar: those pods stay unmanaged.
+// NAME-2) are not the declared sidecar: those pods stay unmanaged. The
+// resources of a sidecar with a resourcesPolicy are not compared: they were
+// computed for that pod at its injection, by Kruise or by another release
+// of the set, and an in-place update leaves them as they are.
 //
 // A pod that opted out of injection (annotation sidecarset.dev/inject
 // "false") is not adoptable: taking it over would inject by other means what
@@ -106,7 +108,7 @@ func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 			if lists.native {
 				d.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
 			}
-			if !ok || claimed[d.Name] || !sameExceptImage(d.Container, c, hostNetwork, kruiseApps) {
+			if !ok || claimed[d.Name] || !sameExceptImage(d.Container, c, d.ResourcesPolicy != nil, hostNetwork, kruiseApps) {
 				return false
 			}
 		}
@@ -159,10 +161,15 @@ func AdoptionRecord(pod *corev1.Pod, set *v1alpha1.SidecarSet) revision.SetState
 }
 
 // sameExceptImage compares a declared sidecar with a pod's container of the
-// same name, as Adoptable documents. kruiseApps, non-nil only in a pod that
-// carries Kruise's annotation, are the pod's app containers, defaulted.
-func sameExceptImage(declared, inPod corev1.Container, hostNetwork bool, kruiseApps []corev1.Container) bool {
+// same name, as Adoptable documents. computed says the declared sidecar has
+// a resourcesPolicy, so its resources are whatever the pod got. kruiseApps,
+// non-nil only in a pod that carries Kruise's annotation, are the pod's app
+// containers, defaulted.
+func sameExceptImage(declared, inPod corev1.Container, computed, hostNetwork bool, kruiseApps []corev1.Container) bool {
 	declared.Image = inPod.Image
+	if computed {
+		declared.Resources = inPod.Resources
+	}
 	want := defaulted(declared, hostNetwork)
 	got := defaulted(inPod, hostNetwork)
 	if !mountsAt(want, serviceAccountMountPath) {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -31,6 +32,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/inject/resourceexpr"
 )
 
 // validateContainers checks spec.containers and spec.initContainers. Names
@@ -60,6 +62,11 @@ func validateContainers(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.Er
 		p := fld.Child("initContainers").Index(i)
 		errs = append(errs, validateContainer(c, p)...)
 		errs = append(errs, validateInitContainer(&c.Container, p)...)
+		if c.ResourcesPolicy != nil && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+			// A plain init container has finished before the app starts:
+			// sized after it, it would only hold the pod's start back.
+			errs = append(errs, field.Forbidden(p.Child("resourcesPolicy"), "needs restartPolicy: Always (a native sidecar)"))
+		}
 		checkName(c.Name, p.Child("name"))
 	}
 	return errs
@@ -147,6 +154,7 @@ func validateContainer(sc *v1alpha1.SidecarContainer, fld *field.Path) field.Err
 	errs = append(errs, validateSharePolicy(sc.ShareVolumePolicy, fld.Child("shareVolumePolicy"))...)
 	errs = append(errs, validateSharePolicy(sc.ShareVolumeDevicePolicy, fld.Child("shareVolumeDevicePolicy"))...)
 	errs = append(errs, validateTransferEnv(sc, fld.Child("transferEnv"))...)
+	errs = append(errs, validateResourcesPolicy(sc, fld)...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, fld.Child("volumeMounts"))...)
 	for i, d := range c.VolumeDevices {
 		p := fld.Child("volumeDevices").Index(i)
@@ -527,6 +535,64 @@ func validateTransferEnv(sc *v1alpha1.SidecarContainer, fld *field.Path) field.E
 			}
 			if slices.ContainsFunc(sc.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
 				errs = append(errs, field.Invalid(ep, name, "the container's env declares this variable too; drop one of them"))
+			}
+		}
+	}
+	return errs
+}
+
+// validateResourcesPolicy checks sc's resourcesPolicy: no fixed resources
+// beside it, a mode, a regex Go compiles (the webhook matches with Go's
+// regexp, RE2), and expressions that parse, at least one; with
+// keepQoSClass, one for cpu and one for memory.
+func validateResourcesPolicy(sc *v1alpha1.SidecarContainer, fld *field.Path) field.ErrorList {
+	p := sc.ResourcesPolicy
+	if p == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	pf := fld.Child("resourcesPolicy")
+	if len(sc.Resources.Requests) > 0 || len(sc.Resources.Limits) > 0 {
+		errs = append(errs, field.Forbidden(fld.Child("resources"), "may not be set with resourcesPolicy, which computes them at injection"))
+	}
+	if p.TargetContainersMode == "" {
+		errs = append(errs, field.Required(pf.Child("targetContainersMode"), "one of sum, max"))
+	} else {
+		errs = append(errs, validateEnum(p.TargetContainersMode,
+			[]v1alpha1.TargetContainersMode{v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax}, pf.Child("targetContainersMode"))...)
+	}
+	if _, err := regexp.Compile(p.TargetContainersNameRegex); err != nil {
+		errs = append(errs, field.Invalid(pf.Child("targetContainersNameRegex"), p.TargetContainersNameRegex, err.Error()))
+	}
+	ef := pf.Child("resourcesExpr")
+	has := map[corev1.ResourceName]bool{}
+	for _, part := range []struct {
+		name  string
+		exprs *v1alpha1.ResourceExpressions
+	}{{"limits", p.ResourcesExpr.Limits}, {"requests", p.ResourcesExpr.Requests}} {
+		if part.exprs == nil {
+			continue
+		}
+		for _, res := range []struct {
+			name corev1.ResourceName
+			expr string
+		}{{corev1.ResourceCPU, part.exprs.CPU}, {corev1.ResourceMemory, part.exprs.Memory}} {
+			if res.expr == "" {
+				continue
+			}
+			has[res.name] = true
+			if _, err := resourceexpr.Parse(res.expr, string(res.name)); err != nil {
+				errs = append(errs, field.Invalid(ef.Child(part.name, string(res.name)), res.expr, err.Error()))
+			}
+		}
+	}
+	if len(has) == 0 {
+		errs = append(errs, field.Required(ef, "at least one expression under limits or requests"))
+	}
+	if p.KeepQoSClass {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if !has[name] {
+				errs = append(errs, field.Required(ef, fmt.Sprintf("keepQoSClass needs a %s expression under limits or requests: a Guaranteed pod needs cpu and memory limits on every container", name)))
 			}
 		}
 	}

@@ -104,6 +104,10 @@ func defaultSidecar(sc *v1alpha1.SidecarContainer) {
 		}
 	}
 	defaultResources(&c.Resources)
+	if p := sc.ResourcesPolicy; p != nil && p.TargetContainersNameRegex == "" {
+		// As the CRD's default: every container of the pod's own.
+		p.TargetContainersNameRegex = ".*"
+	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		defaultProbe(p)
 	}
