@@ -289,7 +289,7 @@ func TestCertRotation(t *testing.T) {
 		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			s := &corev1.Secret{}
 			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.CertSecret}, s); err != nil {
-				return false, nil //nolint:nilerr // not yet: the poll tries again
+				return false, nil // not yet: the poll tries again
 			}
 			if len(s.Data["tls.crt"]) == 0 {
 				return false, nil
