@@ -170,8 +170,13 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
 			if drifted {
 				// Someone else's change, over any write of ours: the kubelet
-				// acts on the spec, and done is that it has.
-				c.Complete = c.Running && !c.Unacted
+				// acts on the spec, and done is that it has. A status from
+				// before the edit cannot tell: the kubelet may have acted on
+				// the spec in between (a write of ours the edit replaced) and
+				// be restarting the container for it. Only a kubelet that
+				// reports no generation is taken at its status.
+				observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
+				c.Complete = c.Running && !c.Unacted && observed
 			}
 			if !c.Complete {
 				complete = false

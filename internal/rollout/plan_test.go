@@ -828,6 +828,27 @@ func TestDisruptionKept(t *testing.T) {
 			t.Errorf("Updates (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("a write set back by hand holds its slot until the kubelet reports the edit", func(t *testing.T) {
+		// Found by TestModel: the status, from before the edit, shows the
+		// old container running and ready, the image the spec now names.
+		// The kubelet may have acted on the write in between and be
+		// restarting the container: the pod stays the rollout's disruption
+		// until a status of the edited spec shows it back.
+		v1, latest := testSet("exporter:v1"), NewLatest(testSet("exporter:v2"))
+		pod := writtenPod(t, v1, latest)
+		// The kubelet's last status is of the spec before the write.
+		pod.Generation += 2
+		pod.Status.ObservedGeneration = pod.Generation - 1
+		pod.Spec.Containers[1].Image = "exporter:v1"
+		pod.Generation++
+		if p := Classify(pod, record(pod), latest); !p.Disrupting || p.Ready {
+			t.Fatalf("before the kubelet reports the edit: Disrupting %v, Ready %v; want the pod still disrupted", p.Disrupting, p.Ready)
+		}
+		pod.Status.ObservedGeneration = pod.Generation
+		if p := Classify(pod, record(pod), latest); p.Disrupting || !p.Ready {
+			t.Errorf("once the kubelet reports the edit: Disrupting %v, Ready %v; want the pod back", p.Disrupting, p.Ready)
+		}
+	})
 	t.Run("a revert over a hand-made digest pin of the running content completes when the kubelet never restarts", func(t *testing.T) {
 		// Found by review: the status already shows the pinned digest, so
 		// the revert is written at once; the kubelet, seeing only the spec
