@@ -1,0 +1,76 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/fixture"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// TestInjectionRevision: with injectionStrategy.revision, a new pod gets the
+// named revision (by name, or by the custom version labelling it) while the
+// latest differs; a name that finds nothing gives the latest revision and an
+// event; without injectionStrategy.revision new pods get the latest again.
+func TestInjectionRevision(t *testing.T) {
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 0)
+	set.Spec.CustomVersion = "v1"
+	// Keeps the pods on the revision they were injected with.
+	set.Spec.UpdateStrategy.Partition = new(intstr.FromString("100%"))
+	f.CreateSet(set)
+	first := f.WaitStatus("the first revision written", func(s v1alpha1.SidecarSetStatus) bool { return s.LatestRevision != "" }).LatestRevision
+
+	var revs appsv1.ControllerRevisionList
+	if err := f.Client.List(t.Context(), &revs, client.MatchingLabels{v1alpha1.LabelSidecarSet: f.Set}); err != nil {
+		t.Fatal(err)
+	}
+	if len(revs.Items) != 1 || revs.Items[0].Name != first || revs.Items[0].Labels[v1alpha1.LabelCustomVersion] != "v1" {
+		t.Fatalf("revisions %v, want %s alone, labelled %s=v1", revs.Items, first, v1alpha1.LabelCustomVersion)
+	}
+
+	created := func(name, wantImage, wantRevision string) {
+		t.Helper()
+		f.CreatePod(f.NewPod(name))
+		p := f.Pod(name)
+		state, err := revision.Decode(p.Annotations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fixture.Image(p, "exporter"); got != wantImage || state[f.Set].Revision != wantRevision {
+			t.Errorf("new pod %s got exporter %s of revision %s, want %s of %s", name, got, state[f.Set].Revision, wantImage, wantRevision)
+		}
+	}
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Image = "exporter:v2"
+		s.Spec.CustomVersion = "v2"
+		s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{RevisionName: first}
+	})
+	latest := f.WaitStatus("the second revision written", func(s v1alpha1.SidecarSetStatus) bool { return s.LatestRevision != first }).LatestRevision
+	created("p01", "exporter:v1", first)
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v1"}
+	})
+	f.WaitStatus("customVersion named", func(v1alpha1.SidecarSetStatus) bool { return true })
+	created("p02", "exporter:v1", first)
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v0"}
+	})
+	f.WaitStatus("a missing customVersion named", func(v1alpha1.SidecarSetStatus) bool { return true })
+	created("p03", "exporter:v2", latest)
+	if evs := f.WaitSetEvent("InjectionWarning"); !strings.Contains(evs[0].Message, `no revision has custom version "v0"`) {
+		t.Errorf("InjectionWarning %q does not say the custom version was not found", evs[0].Message)
+	}
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Revision = nil })
+	f.WaitStatus("injectionStrategy.revision removed", func(v1alpha1.SidecarSetStatus) bool { return true })
+	created("p04", "exporter:v2", latest)
+}
