@@ -49,7 +49,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 			latest = history[i].DeepCopy()
 		}
 	}
-	labels := revisionLabels(set, latest)
+	labels := revision.Labels(set, latest)
 	switch {
 	case latest == nil:
 		latest = &appsv1.ControllerRevision{
@@ -87,7 +87,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 	limit := int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))
 	var old []appsv1.ControllerRevision
 	for _, h := range history {
-		if h.Name != name && !inUse.Has(h.Name) && !injected(set, &h) {
+		if h.Name != name && !inUse.Has(h.Name) && !revision.Pinned(set, &h) {
 			old = append(old, h)
 		}
 	}
@@ -97,32 +97,4 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 		}
 	}
 	return withdrawn, nil
-}
-
-// revisionLabels are the labels of the latest revision of set, cur its
-// ControllerRevision as stored (nil when there is none yet): those it has,
-// the set's name, and spec.customVersion when given. A revision keeps a
-// custom version it was labelled with before, so that
-// injectionStrategy.revision.customVersion still finds it after the spec
-// moved on to another custom version or none.
-func revisionLabels(set *v1alpha1.SidecarSet, cur *appsv1.ControllerRevision) map[string]string {
-	labels := map[string]string{}
-	if cur != nil {
-		maps.Copy(labels, cur.Labels)
-	}
-	labels[v1alpha1.LabelSidecarSet] = set.Name
-	if v := set.Spec.CustomVersion; v != "" {
-		labels[v1alpha1.LabelCustomVersion] = v
-	}
-	return labels
-}
-
-// injected reports whether set's injectionStrategy.revision names h, which
-// new pods get: trimming it would leave them with the latest revision.
-func injected(set *v1alpha1.SidecarSet, h *appsv1.ControllerRevision) bool {
-	r := set.Spec.InjectionStrategy.Revision
-	if r == nil {
-		return false
-	}
-	return h.Name == r.RevisionName || (r.CustomVersion != "" && h.Labels[v1alpha1.LabelCustomVersion] == r.CustomVersion)
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-// TestInjectionRevision: with injectionStrategy.revision, a new pod gets the
+// TestInjectionRevision: spec.customVersion labels each spec's
+// ControllerRevision; with injectionStrategy.revision, a new pod gets the
 // named revision (by name, or by the custom version labelling it) while the
 // latest differs; a name that finds nothing gives the latest revision and an
 // event; without injectionStrategy.revision new pods get the latest again.
@@ -54,6 +55,15 @@ func TestInjectionRevision(t *testing.T) {
 	})
 	latest := f.WaitStatus("the second revision written", func(s v1alpha1.SidecarSetStatus) bool { return s.LatestRevision != first }).LatestRevision
 	created("p01", "exporter:v1", first)
+	var cr appsv1.ControllerRevision
+	for name, want := range map[string]string{first: "v1", latest: "v2"} {
+		if err := f.Client.Get(t.Context(), client.ObjectKey{Namespace: revs.Items[0].Namespace, Name: name}, &cr); err != nil {
+			t.Fatal(err)
+		}
+		if got := cr.Labels[v1alpha1.LabelCustomVersion]; got != want {
+			t.Errorf("revision %s labelled %s=%q, want %q", name, v1alpha1.LabelCustomVersion, got, want)
+		}
+	}
 
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
 		s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v1"}
