@@ -17,7 +17,8 @@ import (
 // ControllerRevision; with injectionStrategy.revision, a new pod gets the
 // named revision (by name, or by the custom version labelling it) while the
 // latest differs; a name that finds nothing gives the latest revision and an
-// event; without injectionStrategy.revision new pods get the latest again.
+// event; with Partial, the latest revision once the partition leaves it
+// room; without injectionStrategy.revision new pods get the latest again.
 func TestInjectionRevision(t *testing.T) {
 	f := newFixture(t)
 	set := f.SidecarSet("exporter:v1", 0)
@@ -80,7 +81,21 @@ func TestInjectionRevision(t *testing.T) {
 		t.Errorf("InjectionWarning %q does not say the custom version was not found", evs[0].Message)
 	}
 
-	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Revision = nil })
+	// Partial: the partition's 100% leaves the latest revision no room, 0
+	// all of it (none of the 4 pods is on it yet, the new one makes 5).
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v1", Policy: v1alpha1.InjectRevisionPartial}
+	})
+	f.WaitStatus("Partial declared", func(v1alpha1.SidecarSetStatus) bool { return true })
+	created("p04", "exporter:v1", first)
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = new(intstr.FromInt32(0)) })
+	f.WaitStatus("partition 0 observed, 4 matched", func(s v1alpha1.SidecarSetStatus) bool { return s.MatchedPods == 4 })
+	created("p05", "exporter:v2", latest)
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.InjectionStrategy.Revision = nil
+		s.Spec.UpdateStrategy.Partition = new(intstr.FromString("100%"))
+	})
 	f.WaitStatus("injectionStrategy.revision removed", func(v1alpha1.SidecarSetStatus) bool { return true })
-	created("p04", "exporter:v2", latest)
+	created("p06", "exporter:v2", latest)
 }
