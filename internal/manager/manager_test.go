@@ -281,7 +281,10 @@ func TestCertRotation(t *testing.T) {
 	applyRBAC(t, env, opts.Namespace, subject)
 	create(t, env, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opts.Namespace, Name: opts.CertSecret}})
 
-	// Mount the Secret as the kubelet would, once it has data.
+	// Mount the Secret as the kubelet would, some time after it has data
+	// (a kubelet refreshes a mounted Secret within about a minute).
+	const mountDelay = 10 * time.Second
+	mounted := make(chan time.Time, 1)
 	go func() {
 		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			s := &corev1.Secret{}
@@ -291,6 +294,12 @@ func TestCertRotation(t *testing.T) {
 			if len(s.Data["tls.crt"]) == 0 {
 				return false, nil
 			}
+			select {
+			case <-time.After(mountDelay):
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+			defer func() { mounted <- time.Now() }()
 			for name, data := range s.Data {
 				if err := os.WriteFile(filepath.Join(opts.CertDir, name), data, 0o600); err != nil {
 					return false, err
@@ -343,6 +352,11 @@ func TestCertRotation(t *testing.T) {
 		t.Fatalf("webhook server never served the rotated certificate: %v (secret keys %d)", err, len(secret.Data))
 	}
 	_ = conn.Close()
+	// Served soon after the mount, whenever the mount came: the manager
+	// looks for the files every second.
+	if lag := time.Since(<-mounted); lag > 4*time.Second {
+		t.Errorf("webhooks served %v after the certificate was mounted, want within 4s", lag.Round(time.Millisecond))
+	}
 
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "sidecarset-mutating"}, mutating); err != nil {
