@@ -32,8 +32,8 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
 OpenKruise field sidecarset does not support (hot upgrade, ...) is dropped
-with a warning on stderr naming it, and so is a field OpenKruise's API does not have; "Note:"
-lines name dropped values that mean what sidecarset does anyway (upgradeType
+with a warning on stderr naming it, and so is a field OpenKruise's API does
+not have; "Note:" lines name dropped values that mean what sidecarset does anyway (upgradeType
 ColdUpgrade, a shareVolumePolicy other than enabled). shareVolumePolicy,
 shareVolumeDevicePolicy, transferEnv, resourcesPolicy, patchPodMetadata,
 injectionStrategy.revision, the custom version (v1alpha1's label
