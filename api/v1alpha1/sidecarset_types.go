@@ -44,6 +44,9 @@ const (
 	LabelManaged = "sidecarset.dev/managed"
 	// LabelSidecarSet names the SidecarSet a ControllerRevision belongs to.
 	LabelSidecarSet = "sidecarset.dev/sidecarset"
+	// LabelCustomVersion carries spec.customVersion on the
+	// ControllerRevision of that spec.
+	LabelCustomVersion = "sidecarset.dev/custom-version"
 
 	// PodConditionUpgradable is the pod condition that says whether the
 	// pod's sidecars can be updated in place.
@@ -349,7 +352,57 @@ type InjectionStrategy struct {
 	// paused stops injection into new pods; running pods are still updated.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// revision makes new pods get a revision of the set's history rather
+	// than the latest one, so that a new spec, declared now, reaches new
+	// pods only as the rollout lets it reach running ones. It is in neither
+	// revision hash. While a stalled rollout has paused itself, new pods
+	// get status.completedRevision whatever revision names. A revision that
+	// cannot be found when a pod is created leaves the pod with the latest
+	// revision, an admission warning and an event on the set; the pod is
+	// never refused. A set with revision is injected by the webhook, also
+	// with --injection=policy.
+	// +optional
+	Revision *InjectionRevision `json:"revision,omitempty"`
 }
+
+// InjectionRevision names the revision new pods get, by exactly one of
+// revisionName and customVersion.
+type InjectionRevision struct {
+	// revisionName is the name of one of the set's ControllerRevisions, as
+	// status.latestRevision and `kubectl sidecarset pods` show them.
+	// +optional
+	RevisionName string `json:"revisionName,omitempty"`
+
+	// customVersion picks the newest of the set's ControllerRevisions
+	// labelled with this spec.customVersion
+	// (sidecarset.dev/custom-version).
+	// +optional
+	CustomVersion string `json:"customVersion,omitempty"`
+
+	// policy is Always (every new pod gets the named revision) or Partial
+	// (a new pod gets the latest revision while the pods on it are fewer
+	// than the rollout's target, the selected pods minus the partition, as
+	// status counts them; the named one otherwise). While
+	// updateStrategy.paused is true, Partial injects the named revision
+	// too. Partial cannot be combined with updateStrategy.selector, whose
+	// selected pods status does not count. Defaults to Always.
+	// +optional
+	// +kubebuilder:default=Always
+	Policy InjectionRevisionPolicy `json:"policy,omitempty"`
+}
+
+// InjectionRevisionPolicy says which new pods get the named revision.
+// +kubebuilder:validation:Enum=Always;Partial
+type InjectionRevisionPolicy string
+
+const (
+	// InjectRevisionAlways gives every new pod the named revision.
+	InjectRevisionAlways InjectionRevisionPolicy = "Always"
+	// InjectRevisionPartial gives a new pod the latest revision while the
+	// rollout's target leaves room for it, the named revision otherwise.
+	InjectRevisionPartial InjectionRevisionPolicy = "Partial"
+)
 
 // UpdateStrategy controls how running pods move to the latest revision.
 type UpdateStrategy struct {
@@ -492,6 +545,17 @@ type SidecarSetSpec struct {
 	// +optional
 	// +listType=atomic
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// customVersion labels the ControllerRevision of this spec
+	// (sidecarset.dev/custom-version), so that
+	// injectionStrategy.revision.customVersion can name it. It is in
+	// neither revision hash: changing it alone relabels the latest revision
+	// and starts no rollout. A revision keeps the label it got, also after
+	// customVersion changes again, and the newest revision with a label
+	// wins a lookup.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	CustomVersion string `json:"customVersion,omitempty"`
 
 	// injectionStrategy controls injection into new pods.
 	// +optional

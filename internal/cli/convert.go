@@ -31,12 +31,14 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
-OpenKruise field sidecarset does not support (hot upgrade,
-injectionStrategy.revision, customVersion, ...) is dropped with a warning on
-stderr naming it, and so is a field OpenKruise's API does not have; "Note:"
-lines name dropped values that mean what sidecarset does anyway (upgradeType
+OpenKruise field sidecarset does not support (hot upgrade, ...) is dropped
+with a warning on stderr naming it, and so is a field OpenKruise's API does
+not have; "Note:" lines name dropped values that mean what sidecarset does anyway (upgradeType
 ColdUpgrade, a shareVolumePolicy other than enabled). shareVolumePolicy,
-shareVolumeDevicePolicy, transferEnv, resourcesPolicy, patchPodMetadata and canary SidecarSets
+shareVolumeDevicePolicy, transferEnv, resourcesPolicy, patchPodMetadata,
+injectionStrategy.revision, the custom version (v1alpha1's label
+apps.kruise.io/sidecarset-custom-version, v1beta1's spec.customVersion, both
+becoming spec.customVersion) and canary SidecarSets
 (apps.kruise.io/sidecarset-canary and -base) carry over; the keys
 patchPodMetadata writes must be allowed on the manager
 (--patch-pod-metadata-allowed-keys), which a warning says. A percentage partition
@@ -213,6 +215,9 @@ type converter struct {
 	notes      []string
 	// canaryOf is the base the converted set is a canary of, or "".
 	canaryOf string
+	// customVersion is OpenKruise's custom version of the set (v1alpha1's
+	// label, v1beta1's spec.customVersion), nil when there is none.
+	customVersion any
 }
 
 // drop reports a field that is not carried over because sidecarset has no
@@ -346,9 +351,13 @@ func (c *converter) metadata(v any) map[string]any {
 	}
 	if labels, _ := meta["labels"].(map[string]any); len(labels) > 0 {
 		labels = maps.Clone(labels)
-		if _, ok := labels[kruiseCustomVersionLabel]; ok {
+		if v, ok := labels[kruiseCustomVersionLabel]; ok {
 			delete(labels, kruiseCustomVersionLabel)
-			c.drop("metadata.labels["+kruiseCustomVersionLabel+"]", customVersionWhy)
+			if c.apiVersion == kruiseV1alpha1 {
+				c.customVersion = v
+			} else {
+				c.same("metadata.labels["+kruiseCustomVersionLabel+"]", "OpenKruise's v1beta1 API reads the custom version from spec.customVersion")
+			}
 		}
 		if len(labels) > 0 {
 			out["labels"] = labels
@@ -372,8 +381,6 @@ func (c *converter) metadata(v any) map[string]any {
 	}
 	return out
 }
-
-const customVersionWhy = "sidecarset names revisions by hash (see status.latestRevision); there is no custom version to inject by"
 
 // specFields are the spec fields carried over as they are, in both
 // versions of OpenKruise's SidecarSet.
@@ -411,10 +418,14 @@ func (c *converter) spec(spec map[string]any) (map[string]any, error) {
 				out[k] = p
 			}
 		case k == "customVersion" && c.apiVersion == kruiseV1beta1:
-			c.drop("spec.customVersion", customVersionWhy)
+			c.customVersion = v
 		default:
 			c.unknown("spec." + k)
 		}
+	}
+	if c.customVersion != nil {
+		out["customVersion"] = c.customVersion
+		c.notes = append(c.notes, fmt.Sprintf("Note: %s: the custom version %v carried over as spec.customVersion: it labels sidecarset's revisions from the converted spec on (%s); OpenKruise's older revisions do not carry over", c.what, c.customVersion, v1alpha1.LabelCustomVersion))
 	}
 	sel, err := namespaceSelector(nsSelector, namespace)
 	if err != nil {
@@ -917,10 +928,48 @@ func (c *converter) injectionStrategy(v any) map[string]any {
 		case "paused":
 			out[k] = m[k]
 		case "revision":
-			c.drop("spec.injectionStrategy.revision", "sidecarset always injects the latest revision into new pods; roll out with updateStrategy.partition instead")
+			if r := c.injectionRevision(m[k]); len(r) > 0 {
+				out[k] = r
+			}
 		default:
 			c.unknown("spec.injectionStrategy." + k)
 		}
+	}
+	return out
+}
+
+// injectionRevision carries injectionStrategy.revision over. OpenKruise
+// reads revisionName when both it and customVersion are given, which
+// sidecarset refuses, so customVersion is then dropped. A revisionName
+// names one of OpenKruise's ControllerRevisions, which sidecarset's history
+// does not hold: new pods get the latest revision, with a warning, until it
+// names one of sidecarset's. Partial is not OpenKruise's draw: a new pod
+// gets the latest revision while the pods on it are fewer than the
+// rollout's target.
+func (c *converter) injectionRevision(v any) map[string]any {
+	const path = "spec.injectionStrategy.revision"
+	m, _ := v.(map[string]any)
+	out := map[string]any{}
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "revisionName", "customVersion", "policy":
+			out[k] = m[k]
+		default:
+			c.unknown(path + "." + k)
+		}
+	}
+	if name, ok := out["revisionName"]; ok {
+		if _, both := out["customVersion"]; both {
+			delete(out, "customVersion")
+			c.same(path+".customVersion", "revisionName is set too, and OpenKruise reads that one")
+		}
+		c.warn("%s.revisionName %v names one of OpenKruise's ControllerRevisions, which sidecarset's history does not hold: new pods get the latest revision, with a warning, until it names one of sidecarset's (status.latestRevision, kubectl sidecarset pods NAME), or use customVersion", path, name)
+	}
+	if version, ok := out["customVersion"]; ok && version != c.customVersion {
+		c.warn("%s.customVersion %v names a revision of OpenKruise's history, which does not carry over: new pods get the latest revision, with a warning, until a spec declaring spec.customVersion %v has been applied", path, version, version)
+	}
+	if out["policy"] == string(v1alpha1.InjectRevisionPartial) {
+		c.notes = append(c.notes, fmt.Sprintf("Note: %s: %s.policy Partial gives a new pod the latest revision while the pods on it are fewer than the rollout's target (the matched pods minus the partition, from the status), where OpenKruise draws it at random with the partition's percentage as the odds of the named revision", c.what, path))
 	}
 	return out
 }

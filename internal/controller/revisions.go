@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 
@@ -48,13 +49,14 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 			latest = history[i].DeepCopy()
 		}
 	}
+	labels := revision.Labels(set, latest)
 	switch {
 	case latest == nil:
 		latest = &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      name,
 				Namespace: r.Namespace,
-				Labels:    map[string]string{v1alpha1.LabelSidecarSet: set.Name},
+				Labels:    labels,
 				Annotations: map[string]string{
 					v1alpha1.AnnotationFirstRevision: strconv.FormatInt(top+1, 10),
 				},
@@ -69,12 +71,14 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 			return nil, fmt.Errorf("create revision %s: %w", name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("created revision", "revision", klog.KObj(latest), "number", latest.Revision)
-	case latest.Revision != top:
+	case latest.Revision != top || !maps.Equal(latest.Labels, labels):
 		// The spec went back to an older revision (rollout undo): it becomes
-		// the newest again, so `undo` twice flips between the last two.
+		// the newest again, so `undo` twice flips between the last two. Or
+		// spec.customVersion alone changed, which changes no hash.
 		latest.Revision = top + 1
+		latest.Labels = labels
 		if err := r.Client.Update(ctx, latest); err != nil {
-			return nil, fmt.Errorf("renumber revision %s: %w", name, err)
+			return nil, fmt.Errorf("renumber or relabel revision %s: %w", name, err)
 		}
 	}
 
@@ -83,7 +87,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 	limit := int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))
 	var old []appsv1.ControllerRevision
 	for _, h := range history {
-		if h.Name != name && !inUse.Has(h.Name) {
+		if h.Name != name && !inUse.Has(h.Name) && !revision.Pinned(set, &h) {
 			old = append(old, h)
 		}
 	}

@@ -16,7 +16,9 @@
 //     sidecars mount that the set does not, has no port the sidecars would
 //     clash with;
 //   - a canary and the base of canaries are Unsupported: the webhook, which
-//     sees both, leaves the base out of the pods its canary selects;
+//     sees both, leaves the base out of the pods its canary selects; so is
+//     a set with injectionStrategy.revision, whose revision the webhook
+//     picks at each pod's creation;
 //   - one JSONPatch mutation, empty when the namespace enforces a Pod
 //     Security level the sidecars break (see podSecurityCondition): the
 //     containers in place, volumes and
@@ -141,6 +143,12 @@ func Compile(set *v1alpha1.SidecarSet, opts Options) (Compiled, error) {
 	}
 	if len(opts.Canaries) > 0 {
 		return Compiled{}, unsupported("it is the base of the canary SidecarSet(s) %s; the webhook injects a canary and its base", strings.Join(opts.Canaries, ", "))
+	}
+	// The revision a new pod gets is read from the set's history, and with
+	// Partial from the status counts, at each pod's creation; a policy is
+	// compiled from one revision.
+	if set.Spec.InjectionStrategy.Revision != nil {
+		return Compiled{}, unsupported("spec.injectionStrategy.revision names the revision new pods get, which the webhook reads at each pod's creation")
 	}
 	sel := set.Spec.Selector
 	if sel == nil || len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {

@@ -37,6 +37,8 @@ func TestCompileUnsupported(t *testing.T) {
 		s.Spec.PatchPodMetadata = []v1alpha1.PatchPodMetadata{{PatchPolicy: policy, Annotations: map[string]string{"example.com/a": "1"}}}
 		return s
 	}
+	pinned := testutil.SidecarSet("s").Selector(db).Container("x", "i").Obj()
+	pinned.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{RevisionName: "s-old", Policy: v1alpha1.InjectRevisionAlways}
 	tests := []struct {
 		name string
 		set  *v1alpha1.SidecarSet
@@ -57,6 +59,7 @@ func TestCompileUnsupported(t *testing.T) {
 		{"a base", testutil.SidecarSet("base").Selector(db).Obj(), "the base of the canary SidecarSet(s) s"},
 		{"patchPodMetadata", patched(v1alpha1.PatchOverwrite), "spec.patchPodMetadata is written by the webhook"},
 		{"patchPodMetadata with Retain", patched(v1alpha1.PatchRetain), "spec.patchPodMetadata is written by the webhook"},
+		{"injectionStrategy.revision", pinned, "spec.injectionStrategy.revision names the revision new pods get"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

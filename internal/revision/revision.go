@@ -24,13 +24,15 @@
 // immutable in a pod as well, and a new image may need the new secret to
 // pull, so they count the same way.
 //
-// Selectors, strategies and policies are in neither hash: they change which
-// pods get a revision and how fast, not what a pod runs. Nor is
-// patchPodMetadata: its annotations are written at injection only, so a
-// change of them has nothing to roll out and must not make running pods
-// not upgradable. jobPods is not either: it says which list of a Job's pod
-// the regular containers go into, which each pod's record keeps
-// (ContainerState.Init), and a change of it reaches new pods only.
+// Selectors, strategies (injectionStrategy.revision too) and policies are in
+// neither hash: they change which pods get a revision and how fast, not what
+// a pod runs. Nor is patchPodMetadata: its annotations are written at
+// injection only, so a change of them has nothing to roll out and must not
+// make running pods not upgradable. jobPods is not either: it says which
+// list of a Job's pod the regular containers go into, which each pod's
+// record keeps (ContainerState.Init), and a change of it reaches new pods
+// only. Nor is customVersion: it labels a revision's ControllerRevision, and
+// changing it alone relabels the latest one.
 package revision
 
 import (

@@ -61,6 +61,12 @@ func TestHashes(t *testing.T) {
 		{"patchPodMetadata", func(s *v1alpha1.SidecarSetSpec) {
 			s.PatchPodMetadata = []v1alpha1.PatchPodMetadata{{PatchPolicy: v1alpha1.PatchOverwrite, Annotations: map[string]string{"example.com/a": "1"}}}
 		}, false, false},
+		// A label of the revision: relabelling starts no rollout.
+		{"customVersion", func(s *v1alpha1.SidecarSetSpec) { s.CustomVersion = "v2" }, false, false},
+		// Which revision new pods get, not what a revision injects.
+		{"injectionStrategy.revision", func(s *v1alpha1.SidecarSetSpec) {
+			s.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v1", Policy: v1alpha1.InjectRevisionPartial}
+		}, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

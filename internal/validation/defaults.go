@@ -69,6 +69,9 @@ func Default(set *v1alpha1.SidecarSet) {
 	if spec.RevisionHistoryLimit == nil {
 		spec.RevisionHistoryLimit = ptr.To(DefaultRevisionHistoryLimit)
 	}
+	if r := spec.InjectionStrategy.Revision; r != nil && r.Policy == "" {
+		r.Policy = v1alpha1.InjectRevisionAlways
+	}
 	for i := range spec.PatchPodMetadata {
 		if p := &spec.PatchPodMetadata[i]; p.PatchPolicy == "" {
 			p.PatchPolicy = v1alpha1.PatchRetain

@@ -178,11 +178,49 @@ func validateSpec(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.ErrorLis
 
 	errs = append(errs, validatePatchPodMetadata(spec.PatchPodMetadata, fld.Child("patchPodMetadata"))...)
 	errs = append(errs, validateUpdateStrategy(&spec.UpdateStrategy, fld.Child("updateStrategy"))...)
+	errs = append(errs, validateInjectionRevision(spec, fld)...)
+	for _, msg := range utilvalidation.IsValidLabelValue(spec.CustomVersion) {
+		errs = append(errs, field.Invalid(fld.Child("customVersion"), spec.CustomVersion, "labels the revision (sidecarset.dev/custom-version), so must be a label value: "+msg))
+	}
 	errs = append(errs, validateEnum(spec.DriftPolicy, []v1alpha1.DriftPolicy{v1alpha1.DriftReport, v1alpha1.DriftRevert}, fld.Child("driftPolicy"))...)
 	errs = append(errs, validateEnum(spec.AdoptionPolicy, []v1alpha1.AdoptionPolicy{v1alpha1.AdoptNever, v1alpha1.AdoptSameName}, fld.Child("adoptionPolicy"))...)
 	errs = append(errs, validateEnum(spec.JobPods, []v1alpha1.JobPodsPolicy{v1alpha1.JobPodsNativeSidecar, v1alpha1.JobPodsKeep}, fld.Child("jobPods"))...)
 	if l := spec.RevisionHistoryLimit; l != nil && *l < 0 {
 		errs = append(errs, field.Invalid(fld.Child("revisionHistoryLimit"), *l, "must be greater than or equal to 0"))
+	}
+	return errs
+}
+
+// validateInjectionRevision checks injectionStrategy.revision: one name,
+// a policy it knows, and Partial only where status counts the rollout's
+// target. Whether the named revision exists is for the webhook to find at
+// each pod's creation, as it may be written after the set (a customVersion
+// declared later) or trimmed from the history.
+func validateInjectionRevision(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.ErrorList {
+	r := spec.InjectionStrategy.Revision
+	if r == nil {
+		return nil
+	}
+	fld = fld.Child("injectionStrategy", "revision")
+	var errs field.ErrorList
+	switch {
+	case r.RevisionName == "" && r.CustomVersion == "":
+		errs = append(errs, field.Required(fld, "names the revision new pods get: give revisionName or customVersion"))
+	case r.RevisionName != "" && r.CustomVersion != "":
+		errs = append(errs, field.Invalid(fld.Child("customVersion"), r.CustomVersion, "give either revisionName or customVersion, not both"))
+	}
+	if r.RevisionName != "" {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(r.RevisionName) {
+			errs = append(errs, field.Invalid(fld.Child("revisionName"), r.RevisionName, "names a ControllerRevision: "+msg))
+		}
+	}
+	for _, msg := range utilvalidation.IsValidLabelValue(r.CustomVersion) {
+		errs = append(errs, field.Invalid(fld.Child("customVersion"), r.CustomVersion, "is looked up as a label value: "+msg))
+	}
+	errs = append(errs, validateEnum(r.Policy, []v1alpha1.InjectionRevisionPolicy{v1alpha1.InjectRevisionAlways, v1alpha1.InjectRevisionPartial}, fld.Child("policy"))...)
+	if r.Policy == v1alpha1.InjectRevisionPartial && spec.UpdateStrategy.Selector != nil {
+		errs = append(errs, field.Invalid(fld.Child("policy"), r.Policy,
+			"Partial counts the rollout's target from status.matchedPods, which counts every matched pod, not the pods spec.updateStrategy.selector selects; use Always, or no updateStrategy.selector"))
 	}
 	return errs
 }

@@ -327,6 +327,51 @@ func TestValidateCreateInvalid(t *testing.T) {
 			reason: `"NativeSidecar", "Keep"`,
 		},
 
+		{
+			name: "injectionStrategy.revision names nothing",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{Policy: v1alpha1.InjectRevisionAlways}
+			},
+			want: err(field.ErrorTypeRequired, "spec.injectionStrategy.revision"),
+		},
+		{
+			name: "injectionStrategy.revision names two",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{RevisionName: "s-abc", CustomVersion: "v1"}
+			},
+			want:   err(field.ErrorTypeInvalid, "spec.injectionStrategy.revision.customVersion"),
+			reason: "not both",
+		},
+		{
+			name: "injectionStrategy.revision bad names and policy",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{RevisionName: "S_1", Policy: "Sometimes"}
+			},
+			want: errs(err(field.ErrorTypeInvalid, "spec.injectionStrategy.revision.revisionName"),
+				err(field.ErrorTypeNotSupported, "spec.injectionStrategy.revision.policy")),
+		},
+		{
+			name: "injectionStrategy.revision customVersion not a label value",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v 1"}
+			},
+			want: err(field.ErrorTypeInvalid, "spec.injectionStrategy.revision.customVersion"),
+		},
+		{
+			name: "injectionStrategy.revision Partial with updateStrategy.selector",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v1", Policy: v1alpha1.InjectRevisionPartial}
+				s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}
+			},
+			want:   err(field.ErrorTypeInvalid, "spec.injectionStrategy.revision.policy"),
+			reason: "status.matchedPods",
+		},
+		{
+			name:   "customVersion not a label value",
+			modify: func(s *v1alpha1.SidecarSet) { s.Spec.CustomVersion = "-v1" },
+			want:   err(field.ErrorTypeInvalid, "spec.customVersion"),
+		},
+
 		// containers
 		{
 			name:   "no container at all",
@@ -917,6 +962,20 @@ func TestValidateCreateValid(t *testing.T) {
 			name:   "an entry for the set itself among the others is ignored",
 			modify: func(*v1alpha1.SidecarSet) {},
 			others: []*v1alpha1.SidecarSet{mysqlExporter()},
+		},
+		{
+			name: "customVersion, and injectionStrategy.revision Partial by custom version",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.CustomVersion = "v2"
+				s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{CustomVersion: "v1", Policy: v1alpha1.InjectRevisionPartial}
+			},
+		},
+		{
+			name: "injectionStrategy.revision Always by name, with updateStrategy.selector",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.InjectionStrategy.Revision = &v1alpha1.InjectionRevision{RevisionName: "mysql-exporter-5d8c7f9b2x", Policy: v1alpha1.InjectRevisionAlways}
+				s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
+			},
 		},
 	})
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,23 +14,33 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-// withFallbacks returns sets with every set whose rollout stalled and paused
-// itself replaced by a copy declaring its last completed revision
-// (inject.FallbackRevision), and, by set name, a warning to give when the
-// set is injected. A set whose completed revision cannot be read stays as
-// it is: injecting the latest revision is what would have happened without
-// the fallback, and never fails the pod.
-func (m *PodMutator) withFallbacks(ctx context.Context, sets []*v1alpha1.SidecarSet) ([]*v1alpha1.SidecarSet, map[string]string) {
-	warnings := map[string]string{}
+// withFallbacks returns sets with every set whose new pods get another
+// revision than its latest (inject.PickRevision: the last completed one of a
+// rollout that stalled and paused itself, or the one
+// injectionStrategy.revision names) replaced by a copy declaring that
+// revision, and, by set name, a warning to give (and tell the set in an
+// event, when event) if the set is injected. A set whose revision cannot be
+// read stays as it is: injecting the latest revision is what would have
+// happened without the pick, and never fails the pod.
+func (m *PodMutator) withFallbacks(ctx context.Context, sets []*v1alpha1.SidecarSet) ([]*v1alpha1.SidecarSet, map[string]fallbackNote) {
+	notes := map[string]fallbackNote{}
 	out, cloned := sets, false
 	for i, set := range sets {
-		name := inject.FallbackRevision(set)
-		if name == "" {
+		pick := inject.PickRevision(set)
+		if pick.Latest() {
 			continue
 		}
-		fallback, err := m.fallback(ctx, set, name)
-		if err != nil {
-			warnings[set.Name] = fmt.Sprintf("sidecarset: %s: its rollout stalled, but %v; injected its latest revision", set.Name, err)
+		fallback, name, err := m.fallback(ctx, set, pick)
+		switch {
+		case err != nil && pick.Stalled:
+			notes[set.Name] = fallbackNote{warning: fmt.Sprintf("sidecarset: %s: its rollout stalled, but %v; injected its latest revision", set.Name, err)}
+			continue
+		case err != nil:
+			notes[set.Name] = fallbackNote{event: true, warning: fmt.Sprintf(
+				"sidecarset: %s: spec.injectionStrategy.revision: %v; injected its latest revision", set.Name, err)}
+			continue
+		case fallback == nil:
+			// The custom version names the latest revision.
 			continue
 		}
 		if !cloned {
@@ -37,29 +48,59 @@ func (m *PodMutator) withFallbacks(ctx context.Context, sets []*v1alpha1.Sidecar
 			out, cloned = slices.Clone(sets), true
 		}
 		out[i] = fallback
-		warnings[set.Name] = fmt.Sprintf(
-			"sidecarset: %s: the rollout of its latest revision stalled and paused itself; injected %s, the last revision that completed",
-			set.Name, name)
+		if pick.Stalled {
+			notes[set.Name] = fallbackNote{warning: fmt.Sprintf(
+				"sidecarset: %s: the rollout of its latest revision stalled and paused itself; injected %s, the last revision that completed",
+				set.Name, name)}
+		}
 	}
-	return out, warnings
+	return out, notes
 }
 
-// fallback returns a copy of set that declares the revision name, read from
-// its ControllerRevision in the manager's namespace.
-func (m *PodMutator) fallback(ctx context.Context, set *v1alpha1.SidecarSet, name string) (*v1alpha1.SidecarSet, error) {
+// fallbackNote is what withFallbacks says about a set it looked at.
+type fallbackNote struct {
+	warning string
+	// event: the warning is told the set too (inject.ReasonInjectionWarning):
+	// its own spec names a revision that is missing.
+	event bool
+}
+
+// fallback returns a copy of set that declares the revision pick names,
+// read from its ControllerRevision in the manager's namespace, and that
+// revision's name; a nil copy when it is the latest revision.
+func (m *PodMutator) fallback(ctx context.Context, set *v1alpha1.SidecarSet, pick inject.RevisionPick) (*v1alpha1.SidecarSet, string, error) {
 	var cr appsv1.ControllerRevision
-	if err := m.Reader.Get(ctx, client.ObjectKey{Namespace: m.Options.ManagerNamespace, Name: name}, &cr); err != nil {
-		return nil, fmt.Errorf("read revision %s: %w", name, err)
-	}
-	if cr.Labels[v1alpha1.LabelSidecarSet] != set.Name {
-		return nil, fmt.Errorf("revision %s belongs to %q", name, cr.Labels[v1alpha1.LabelSidecarSet])
+	switch {
+	case pick.Name != "":
+		if err := m.Reader.Get(ctx, client.ObjectKey{Namespace: m.Options.ManagerNamespace, Name: pick.Name}, &cr); err != nil {
+			return nil, "", fmt.Errorf("read revision %s: %w", pick.Name, err)
+		}
+		if cr.Labels[v1alpha1.LabelSidecarSet] != set.Name {
+			return nil, "", fmt.Errorf("revision %s belongs to %q", pick.Name, cr.Labels[v1alpha1.LabelSidecarSet])
+		}
+	default:
+		var list appsv1.ControllerRevisionList
+		if err := m.Reader.List(ctx, &list, client.InNamespace(m.Options.ManagerNamespace), client.MatchingLabels{
+			v1alpha1.LabelSidecarSet: set.Name, v1alpha1.LabelCustomVersion: pick.CustomVersion,
+		}); err != nil {
+			return nil, "", fmt.Errorf("list revisions of custom version %q: %w", pick.CustomVersion, err)
+		}
+		if len(list.Items) == 0 {
+			return nil, "", fmt.Errorf("no revision has custom version %q", pick.CustomVersion)
+		}
+		// The newest one: a custom version declared again on another
+		// spec labels that spec's revision too.
+		cr = slices.MaxFunc(list.Items, func(a, b appsv1.ControllerRevision) int { return cmp.Compare(a.Revision, b.Revision) })
+		if cr.Name == revision.Name(set.Name, &set.Spec) {
+			return nil, cr.Name, nil
+		}
 	}
 	copied := set.DeepCopy()
 	if err := revision.ApplyData(&copied.Spec, cr.Data.Raw); err != nil {
-		return nil, fmt.Errorf("revision %s: %w", name, err)
+		return nil, "", fmt.Errorf("revision %s: %w", cr.Name, err)
 	}
 	// Its own cache entry: the injection cache keys a set's version by
 	// resourceVersion, which this copy shares with the latest spec.
-	copied.ResourceVersion = set.ResourceVersion + "/" + name
-	return copied, nil
+	copied.ResourceVersion = set.ResourceVersion + "/" + cr.Name
+	return copied, cr.Name, nil
 }

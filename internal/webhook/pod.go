@@ -133,8 +133,11 @@ func (m *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 		res.Warnings = append([]string{warning}, res.Warnings...)
 	}
 	for _, name := range res.Injected {
-		if w, ok := fallbacks[name]; ok {
-			res.Warnings = append(res.Warnings, w)
+		if n, ok := fallbacks[name]; ok {
+			res.Warnings = append(res.Warnings, n.warning)
+			if n.event {
+				res.Events = append(res.Events, inject.Event{Set: name, Reason: inject.ReasonInjectionWarning, Message: n.warning})
+			}
 		}
 	}
 	dryRun := req.DryRun != nil && *req.DryRun
