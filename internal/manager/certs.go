@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -58,6 +59,9 @@ func serveWebhooks(mgr ctrl.Manager, opts Options) (healthz.Checker, error) {
 		return nil, fmt.Errorf("set up webhook certificate rotation: %w", err)
 	}
 	registered := make(chan struct{})
+	// Why the certificate is not served yet, for the readiness check to say.
+	var waiting atomic.Value
+	waiting.Store("the certificate is not mounted yet")
 	// The webhook server loads its certificate when it starts, so it is
 	// added only once the certificate is mounted; until then the manager
 	// runs, and reports not ready.
@@ -68,7 +72,11 @@ func serveWebhooks(mgr ctrl.Manager, opts Options) (healthz.Checker, error) {
 		// unready for minutes more. The configurations are read from the
 		// cache: the manager may list and watch them, not get them.
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-			return certTrusted(ctx, mgr.GetClient(), opts.CertDir) == nil, nil
+			err := certTrusted(ctx, mgr.GetClient(), opts.CertDir)
+			if err != nil {
+				waiting.Store(err.Error())
+			}
+			return err == nil, nil
 		})
 		if err != nil {
 			return nil //nolint:nilerr // the manager stops: nothing to serve
@@ -87,7 +95,7 @@ func serveWebhooks(mgr ctrl.Manager, opts Options) (healthz.Checker, error) {
 		case <-registered:
 			return mgr.GetWebhookServer().StartedChecker()(req)
 		default:
-			return errors.New("webhook certificate not mounted yet")
+			return fmt.Errorf("webhook certificate not served yet: %s", waiting.Load())
 		}
 	}, nil
 }

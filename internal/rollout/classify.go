@@ -173,8 +173,10 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 				// acts on the spec, and done is that it has. A status from
 				// before the edit cannot tell: the kubelet may have acted on
 				// the spec in between (a write of ours the edit replaced) and
-				// be restarting the container for it. Only a kubelet that
-				// reports no generation is taken at its status.
+				// be restarting the container for it. A kubelet that reports
+				// no generation (before 1.33, or with the feature off) is
+				// taken at its status: nothing else tells, and waiting for a
+				// generation it never reports would hold the pod for ever.
 				observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
 				c.Complete = c.Running && !c.Unacted && observed
 			}
