@@ -61,11 +61,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := m.Run()
-	if code != 0 && cluster.Kind == fixture.Real {
-		fmt.Fprintf(os.Stderr, "control plane and node logs:\n%s", cluster.Logs())
-	}
-	return code
+	return cluster.Report(os.Stderr, m.Run())
 }
 
 // result is what one run of the command printed and returned.

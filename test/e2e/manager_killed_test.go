@@ -69,7 +69,11 @@ func TestManagerKilled(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("control plane and node logs:\n%s", c.Logs())
+			if path, err := c.SaveLogs(); err != nil {
+				t.Error(err)
+			} else {
+				t.Logf("control plane and node logs: %s", path)
+			}
 		}
 		if err := c.Stop(); err != nil {
 			t.Error(err)

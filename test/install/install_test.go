@@ -82,7 +82,11 @@ func TestChartOnRealNode(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("control plane and node logs:\n%s", c.Logs())
+			if path, err := c.SaveLogs(); err != nil {
+				t.Error(err)
+			} else {
+				t.Logf("control plane and node logs: %s", path)
+			}
 		}
 		if err := c.Stop(); err != nil {
 			t.Error(err)

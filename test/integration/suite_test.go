@@ -8,7 +8,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -30,12 +29,7 @@ func TestMain(m *testing.M) {
 			env, sys = c.Env, c.Stack
 		}
 		return c, err
-	}, func(code int) int {
-		if code != 0 && cluster.Kind == fixture.Real {
-			fmt.Fprintf(os.Stderr, "control plane and node logs:\n%s", cluster.Logs())
-		}
-		return code
-	}))
+	}, func(code int) int { return cluster.Report(os.Stderr, code) }))
 }
 
 // testFixture is the shared fixture with this suite's own helpers.
