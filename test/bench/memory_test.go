@@ -44,17 +44,7 @@ var memoryScales = map[string]memoryScale{
 	"small": {name: "small", unmanaged: 2_000, managed: [2]int{250, 2_000}, settleFor: 15 * time.Second},
 }
 
-func memoryScaleFromEnv() (memoryScale, error) {
-	name := os.Getenv(ScaleEnv)
-	if name == "" {
-		name = "full"
-	}
-	s, ok := memoryScales[name]
-	if !ok {
-		return memoryScale{}, fmt.Errorf("%s=%q: want full or small", ScaleEnv, name)
-	}
-	return s, nil
-}
+func memoryScaleFromEnv() (memoryScale, error) { return fromEnv(memoryScales) }
 
 // memoryNamespace holds the memory benchmark's pods.
 const memoryNamespace = "bench-memory"

@@ -43,17 +43,22 @@ var scales = map[string]scale{
 	},
 }
 
-func scaleFromEnv() (scale, error) {
+// fromEnv returns the scale of scales that ScaleEnv names, "full" when it
+// is unset.
+func fromEnv[S any](scales map[string]S) (S, error) {
 	name := os.Getenv(ScaleEnv)
 	if name == "" {
 		name = "full"
 	}
 	s, ok := scales[name]
 	if !ok {
-		return scale{}, fmt.Errorf("%s=%q: want full or small", ScaleEnv, name)
+		var zero S
+		return zero, fmt.Errorf("%s=%q: want full or small", ScaleEnv, name)
 	}
 	return s, nil
 }
+
+func scaleFromEnv() (scale, error) { return fromEnv(scales) }
 
 // rolloutScale is how much the rollout benchmark does: sizes, pods in each
 // namespace, smaller first (see bench.RolloutGoals), each rolled out
@@ -69,14 +74,4 @@ var rolloutScales = map[string]rolloutScale{
 	"small": {name: "small", sizes: []int{50, 200}, rounds: 2},
 }
 
-func rolloutScaleFromEnv() (rolloutScale, error) {
-	name := os.Getenv(ScaleEnv)
-	if name == "" {
-		name = "full"
-	}
-	s, ok := rolloutScales[name]
-	if !ok {
-		return rolloutScale{}, fmt.Errorf("%s=%q: want full or small", ScaleEnv, name)
-	}
-	return s, nil
-}
+func rolloutScaleFromEnv() (rolloutScale, error) { return fromEnv(rolloutScales) }
