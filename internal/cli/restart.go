@@ -81,7 +81,8 @@ these checks leave, which is exactly what a real run restarts:
     what the operator allowed, or drop its sidecars; or a pod of it opted
     out by hand (the annotation on the pod, not in the template), which
     would come back with the sidecars. Checked again just before each
-    restart.
+    restart, as is this SidecarSet's own injection: paused or deleted
+    since the run began, the workloads still to restart are refused.
 
 Before each restart, every such budget must allow as many disruptions as the
 rollout takes at once (status.disruptionsAllowed); that is waited for up to
@@ -326,6 +327,23 @@ func heldBack(ctx context.Context, c client.Reader, obj client.Object, selector 
 				return fmt.Sprintf("pod %s carries SidecarSet %s, whose %s", p.Name, name, why), nil
 			}
 		}
+	}
+	return "", nil
+}
+
+// injectionPaused says why the SidecarSet named name, read afresh, would
+// not be injected into a workload's recreated pods, or "" when it would:
+// its injection was paused, or it was deleted, since the run began.
+func injectionPaused(ctx context.Context, c client.Reader, name string) (string, error) {
+	set := &v1alpha1.SidecarSet{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, set); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("SidecarSet %s was deleted: recreated, the pods would not get its sidecars", name), nil
+		}
+		return "", fmt.Errorf("get SidecarSet %s: %w", name, err)
+	}
+	if set.Spec.InjectionStrategy.Paused {
+		return fmt.Sprintf("SidecarSet %s's injectionStrategy.paused is true: recreated, the pods would lack its sidecars", name), nil
 	}
 	return "", nil
 }
@@ -696,7 +714,12 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 	if err != nil {
 		return restarted{}, fmt.Errorf("%s: spec.selector: %w", w, err)
 	}
-	// The sets may have changed since the check (a rollout paused).
+	// The sets may have changed since the check (a rollout paused): the
+	// pods' recorded sets, and this one, which pods without its record
+	// (unmanaged) do not name.
+	if refuse, err := injectionPaused(ctx, c, set.Name); err != nil || refuse != "" {
+		return restarted{refuse: refuse}, err
+	}
 	if refuse, err := heldBack(ctx, c, obj, selector); err != nil || refuse != "" {
 		return restarted{refuse: refuse}, err
 	}

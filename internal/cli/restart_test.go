@@ -534,3 +534,42 @@ func TestRestartRefusesWhatARecreateWouldBreak(t *testing.T) {
 		t.Error("cluster: a refused workload was restarted")
 	}
 }
+
+// TestRestartInjectionPausedMidRun: the SidecarSet itself is read again
+// before each workload, not only the sets its pods record (unmanaged pods
+// record none): injection paused while the first workload rolls out keeps
+// the second from being recreated without the sidecars.
+func TestRestartInjectionPausedMidRun(t *testing.T) {
+	f := newFixture(t)
+	// a's new pod is ready 3s after it starts: the window to pause in.
+	slow := f.deployment("a", 1, func(tmpl *corev1.PodTemplateSpec) {
+		tmpl.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+			InitialDelaySeconds: 3, PeriodSeconds: 1}
+	})
+	f.Create(slow, f.deployment("b", 1, nil))
+	f.WaitReady(2)
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.WaitStatus("2 unmanaged pods", func(st v1alpha1.SidecarSetStatus) bool { return st.UnmanagedPods == 2 })
+
+	done := make(chan result, 1)
+	go func() { done <- kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "60s") }()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return restarted(t, f, "a"), nil
+	})
+	if err != nil {
+		t.Fatalf("a was not restarted: %v", err)
+	}
+	set := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: f.Set}}
+	pause := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"injectionStrategy":{"paused":true}}}`))
+	if err := env.Client.Patch(t.Context(), set, pause); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if !errors.Is(r.err, cli.ErrRefused) {
+		t.Fatalf("error %v, want ErrRefused\n%s", r.err, r.out)
+	}
+	mustContain(t, r.out, "SidecarSet "+f.Set+"'s injectionStrategy.paused is true: recreated, the pods would lack its sidecars")
+	if restarted(t, f, "b") {
+		t.Error("cluster: b was restarted after the SidecarSet's injection was paused")
+	}
+}
