@@ -187,7 +187,10 @@ const (
 // Result is the outcome of injecting one pod.
 type Result struct {
 	// Pod is a deep copy of the input pod with the sidecars and records
-	// added. It equals the input unless Changed.
+	// added. It equals the input unless Changed. What it takes from the
+	// sets unchanged (a sidecar's fields, a volume's source) it shares with
+	// them rather than copies, as the webhook only encodes it: change Pod's
+	// containers or volumes only in a DeepCopy of it.
 	Pod *corev1.Pod
 	// Changed reports whether Pod differs from the input: sets injected, a
 	// stale record dropped, or the skipped annotation written or removed.
@@ -522,11 +525,12 @@ func sidecars(set *v1alpha1.SidecarSet, native bool) []sidecar {
 	return out
 }
 
-// nativeContainer returns a copy of c that runs as a native sidecar.
+// nativeContainer returns a copy of c that runs as a native sidecar; only
+// its restartPolicy is its own (Result.Pod).
 func nativeContainer(c *corev1.Container) *corev1.Container {
-	out := c.DeepCopy()
+	out := *c
 	out.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
-	return out
+	return &out
 }
 
 // claim takes the names of set's containers and reports whether it could:
@@ -614,7 +618,9 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState, computed 
 		}
 		if r, ok := computed[s.c.Name]; ok {
 			if s.built == nil {
-				s.built = s.c.Container.DeepCopy()
+				// Resources is replaced whole; the rest is shared.
+				c := s.c.Container
+				s.built = &c
 			}
 			s.built.Resources = r
 		}
@@ -658,8 +664,8 @@ func (b *builder) addVolume(setName string, v *corev1.Volume) {
 			b.volumeOwner = map[string]string{}
 		}
 		b.volumeOwner[v.Name] = setName
-		b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, corev1.Volume{})
-		v.DeepCopyInto(&b.pod.Spec.Volumes[len(b.pod.Spec.Volumes)-1])
+		// Shared with the set (Result.Pod).
+		b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, *v)
 		return
 	}
 	owner, fromSet := b.volumeOwner[v.Name]
@@ -675,8 +681,10 @@ func (b *builder) finish() {
 	spec.InitContainers = around(b.injected, true, spec.InitContainers)
 }
 
-// around returns own with deep copies of the sidecars that are init
-// containers or not, as init says, before and after it.
+// around returns own with the sidecars that are init containers or not, as
+// init says, before and after it. The sidecars are copied by value: their
+// slices, maps and pointers stay shared with the sets (Result.Pod), which
+// saves about half an injection's allocations.
 func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Container {
 	var before, after int
 	for _, s := range injected {
@@ -695,15 +703,14 @@ func around(injected []sidecar, init bool, own []corev1.Container) []corev1.Cont
 	i := 0
 	for _, s := range injected {
 		if s.init == init && !s.after() {
-			s.container().DeepCopyInto(&out[i])
+			out[i] = *s.container()
 			i++
 		}
 	}
 	out = append(out, own...)
 	for _, s := range injected {
 		if s.init == init && s.after() {
-			out = append(out, corev1.Container{})
-			s.container().DeepCopyInto(&out[len(out)-1])
+			out = append(out, *s.container())
 		}
 	}
 	return out

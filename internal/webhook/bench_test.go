@@ -56,6 +56,9 @@ func BenchmarkPodMutator(b *testing.B) {
 		}
 	}
 	go func() { _ = c.Start(cctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatal("the cache did not sync")
+	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var list v1alpha1.SidecarSetList
 		if err := c.List(ctx, &list); err != nil {

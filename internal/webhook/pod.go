@@ -103,8 +103,11 @@ func (m *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 		namespace = pod.Namespace
 	}
 
+	// The cache's own objects, not copies: nothing here changes a set
+	// (withFallbacks declares an older revision in a copy), and copying
+	// every set on every pod creation cost more than the injection.
 	var sets v1alpha1.SidecarSetList
-	if err := m.Reader.List(ctx, &sets); err != nil {
+	if err := m.Reader.List(ctx, &sets, client.UnsafeDisableDeepCopy); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list SidecarSets from cache: %w", err)), nil
 	}
 	if len(sets.Items) == 0 {

@@ -27,7 +27,9 @@ import (
 
 // setsReader serves a fixed list of SidecarSets and an empty namespace: all
 // the pod mutator reads. The fuzz target is about what the mutator does with
-// arbitrary request bytes, not about the cache.
+// arbitrary request bytes, not about the cache. Like the informer cache
+// listed without deep copies, as the mutator lists it, it hands out its own
+// sets' fields.
 type setsReader struct{ sets []v1alpha1.SidecarSet }
 
 func (r setsReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -53,7 +55,8 @@ func (r setsReader) List(_ context.Context, list client.ObjectList, _ ...client.
 // fail. The pod as the apiserver sends it (its own encoding of the decoded
 // pod) is always allowed, and a patch in the answer applies to it, giving a
 // pod that keeps every container and every annotation and label of its own
-// (other than the records) as they were.
+// (other than the records) as they were. The sets it read are left as they
+// were, as they are the cache's own.
 func FuzzPodMutator(f *testing.F) {
 	for _, seed := range []string{
 		`{"metadata":{"name":"db","labels":{"app":"db"}},"spec":{"containers":[{"name":"mysql","image":"mysql:8"}]}}`,
@@ -77,14 +80,24 @@ func FuzzPodMutator(f *testing.F) {
 		}}},
 		Options: inject.Options{ManagerNamespace: "sidecarset-system"},
 	}
-	handle := func(raw []byte) admission.Response {
-		return m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+	sets := m.Reader.(setsReader).sets
+	pristine := make([]v1alpha1.SidecarSet, len(sets))
+	for i := range sets {
+		sets[i].DeepCopyInto(&pristine[i])
+	}
+	handle := func(t *testing.T, raw []byte) admission.Response {
+		t.Helper()
+		resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			UID: "fuzz", Operation: admissionv1.Create, Namespace: "db",
 			Object: runtime.RawExtension{Raw: raw},
 		}})
+		if !apiequality.Semantic.DeepEqual(pristine, sets) {
+			t.Fatal("the mutator changed the SidecarSets it read")
+		}
+		return resp
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		resp := handle(raw)
+		resp := handle(t, raw)
 		pod := &corev1.Pod{}
 		if json.Unmarshal(raw, pod) != nil {
 			if resp.Allowed || resp.Result == nil || resp.Result.Message == "" || len(resp.Patches) > 0 {
@@ -100,7 +113,7 @@ func FuzzPodMutator(f *testing.F) {
 		if err != nil {
 			t.Skipf("the decoded pod does not encode, so the apiserver could not send it: %v", err)
 		}
-		resp = handle(sent)
+		resp = handle(t, sent)
 		if !resp.Allowed {
 			t.Fatalf("denied the pod as the apiserver sends it: %+v", resp.Result)
 		}
