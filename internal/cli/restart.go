@@ -331,16 +331,21 @@ func heldBack(ctx context.Context, c client.Reader, obj client.Object, selector 
 	return "", nil
 }
 
-// injectionPaused says why the SidecarSet named name, read afresh, would
-// not be injected into a workload's recreated pods, or "" when it would:
-// its injection was paused, or it was deleted, since the run began.
-func injectionPaused(ctx context.Context, c client.Reader, name string) (string, error) {
+// injectionPaused reads again began, the SidecarSet as the run read it at
+// its start, and says why a workload's recreated pods would not get it as
+// the run judged them, or "" when they would: since the run began, its
+// injection was paused, or it was deleted (or deleted and created again).
+func injectionPaused(ctx context.Context, c client.Reader, began *v1alpha1.SidecarSet) (string, error) {
+	name := began.Name
 	set := &v1alpha1.SidecarSet{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, set); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Sprintf("SidecarSet %s was deleted: recreated, the pods would not get its sidecars", name), nil
 		}
 		return "", fmt.Errorf("get SidecarSet %s: %w", name, err)
+	}
+	if set.UID != began.UID {
+		return fmt.Sprintf("SidecarSet %s was deleted and created again since the run began: run the restart again", name), nil
 	}
 	if set.Spec.InjectionStrategy.Paused {
 		return fmt.Sprintf("SidecarSet %s's injectionStrategy.paused is true: recreated, the pods would lack its sidecars", name), nil
@@ -716,14 +721,22 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 	}
 	// The sets may have changed since the check (a rollout paused): the
 	// pods' recorded sets, and this one, which pods without its record
-	// (unmanaged) do not name.
-	if refuse, err := injectionPaused(ctx, c, set.Name); err != nil || refuse != "" {
-		return restarted{refuse: refuse}, err
+	// (unmanaged) do not name. Checked before the wait for budgets, so as
+	// not to wait for nothing, and again after it, which can take up to
+	// --timeout, just before the write.
+	held := func() (string, error) {
+		if refuse, err := injectionPaused(ctx, c, set); err != nil || refuse != "" {
+			return refuse, err
+		}
+		return heldBack(ctx, c, obj, selector)
 	}
-	if refuse, err := heldBack(ctx, c, obj, selector); err != nil || refuse != "" {
+	if refuse, err := held(); err != nil || refuse != "" {
 		return restarted{refuse: refuse}, err
 	}
 	if refuse, err := waitBudgets(ctx, c, out, w, obj, selector, opts); err != nil || refuse != "" {
+		return restarted{refuse: refuse}, err
+	}
+	if refuse, err := held(); err != nil || refuse != "" {
 		return restarted{refuse: refuse}, err
 	}
 

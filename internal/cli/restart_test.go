@@ -553,6 +553,15 @@ func TestRestartInjectionPausedMidRun(t *testing.T) {
 
 	done := make(chan result, 1)
 	go func() { done <- kubectl(t, false, "restart-unmanaged", f.Set, "--timeout", "60s") }()
+	// A test that stops early still waits for the command, which logs
+	// through t.
+	var r result
+	received := false
+	t.Cleanup(func() {
+		if !received {
+			<-done
+		}
+	})
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return restarted(t, f, "a"), nil
 	})
@@ -564,7 +573,7 @@ func TestRestartInjectionPausedMidRun(t *testing.T) {
 	if err := env.Client.Patch(t.Context(), set, pause); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
+	r, received = <-done, true
 	if !errors.Is(r.err, cli.ErrRefused) {
 		t.Fatalf("error %v, want ErrRefused\n%s", r.err, r.out)
 	}
