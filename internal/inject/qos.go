@@ -101,3 +101,13 @@ func request(r *corev1.ResourceRequirements, name corev1.ResourceName) (q resour
 func guaranteed(pod *corev1.Pod) bool {
 	return !podLevelResourcesSet(pod) && containersQOS(pod) == corev1.PodQOSGuaranteed
 }
+
+// QOSClass returns the QoS class the apiserver computes for pod from its
+// containers' resources, and false when pod-level resources set it instead,
+// which no container's resources change.
+func QOSClass(pod *corev1.Pod) (corev1.PodQOSClass, bool) {
+	if podLevelResourcesSet(pod) {
+		return "", false
+	}
+	return containersQOS(pod), true
+}

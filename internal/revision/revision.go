@@ -45,6 +45,7 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -76,6 +77,59 @@ func Hash(spec *v1alpha1.SidecarSetSpec) string {
 // container images.
 func ImagelessHash(spec *v1alpha1.SidecarSetSpec) string {
 	return hashOf(injectedOf(spec, true))
+}
+
+// ResourcelessHash returns the hash of everything spec injects into a pod
+// except container images and the cpu and memory requests and limits of
+// every container: the part of a pod that neither an image write nor a
+// resize (the pods/resize subresource) can change. Two revisions with the
+// same ResourcelessHash differ at most in what the kubelet changes in
+// place. Pull policies that follow the image are blanked as in
+// ImagelessHash. Other resources, resizePolicy and resourcesPolicy stay:
+// the apiserver refuses a resize of anything but cpu and memory, and the
+// resources a policy computed belong to the pod, not to the set.
+func ResourcelessHash(spec *v1alpha1.SidecarSetSpec) string {
+	in := injectedOf(spec, true)
+	for _, cs := range [][]v1alpha1.SidecarContainer{in.Containers, in.InitContainers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			r.Requests = withoutCPUMemory(r.Requests)
+			r.Limits = withoutCPUMemory(r.Limits)
+		}
+	}
+	return hashOf(in)
+}
+
+// withoutCPUMemory returns l without cpu and memory, nil when nothing else
+// is left, so that a list of cpu and memory alone hashes as none.
+func withoutCPUMemory(l corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range l {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			out[name] = q
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// ResizableFrom returns the names of the revisions in history that differ
+// from spec at most in images and in the cpu and memory of containers
+// (ResourcelessHash), spec's own included: a pod on one of them reaches
+// spec in place, by an image write and a resize. A revision whose data
+// cannot be read is left out: its pods are not upgradable, as before.
+func ResizableFrom(spec *v1alpha1.SidecarSetSpec, history []appsv1.ControllerRevision) map[string]bool {
+	want := ResourcelessHash(spec)
+	out := make(map[string]bool, len(history))
+	for i := range history {
+		var old v1alpha1.SidecarSetSpec
+		if ApplyData(&old, history[i].Data.Raw) == nil && ResourcelessHash(&old) == want {
+			out[history[i].Name] = true
+		}
+	}
+	return out
 }
 
 // ImagelessHashKeepingPullPolicy returns the ImagelessHash of the previous
@@ -260,6 +314,11 @@ type ContainerState struct {
 	PreviousImageID     string `json:"previousImageID,omitempty"`
 	PreviousContainerID string `json:"previousContainerID,omitempty"`
 	PreviousImage       string `json:"previousImage,omitempty"`
+	// Resized: the last in-place write of this container also changed its
+	// cpu or memory (through pods/resize). The write is complete only once
+	// the kubelet shows the pod spec's resources applied
+	// (rollout.ResizeComplete).
+	Resized bool `json:"resized,omitempty"`
 }
 
 // Container returns the recorded container named name.

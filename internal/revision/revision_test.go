@@ -8,8 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -424,5 +427,71 @@ func TestDecodeWriteTimeOutOfRange(t *testing.T) {
 				t.Errorf("the rest of the write record is lost: %+v", w)
 			}
 		})
+	}
+}
+
+func TestResourcelessHash(t *testing.T) {
+	cpu := func(s *v1alpha1.SidecarSetSpec, v string) {
+		s.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
+	cases := []struct {
+		name    string
+		edit    func(*v1alpha1.SidecarSetSpec)
+		changes bool
+	}{
+		{"nothing", func(*v1alpha1.SidecarSetSpec) {}, false},
+		{"image", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].Image = "exporter:2" }, false},
+		{"cpu limit", func(s *v1alpha1.SidecarSetSpec) { cpu(s, "500m") }, false},
+		{"native sidecar memory request", func(s *v1alpha1.SidecarSetSpec) {
+			s.InitContainers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+		}, false},
+		// The apiserver resizes cpu and memory only.
+		{"ephemeral storage", func(s *v1alpha1.SidecarSetSpec) {
+			s.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}
+		}, true},
+		// A container's resizePolicy cannot change in a running pod.
+		{"resize policy", func(s *v1alpha1.SidecarSetSpec) {
+			s.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+		}, true},
+		// The resources a policy computed belong to the pod: a new policy reaches new pods only.
+		{"resources policy", func(s *v1alpha1.SidecarSetSpec) {
+			s.Containers[0].ResourcesPolicy = &v1alpha1.ResourcesPolicy{TargetContainersMode: v1alpha1.TargetContainersModeSum}
+		}, true},
+		{"env", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}} }, true},
+	}
+	withCPU := baseSpec()
+	cpu(withCPU, "250m")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := baseSpec()
+			cpu(edited, "250m")
+			tc.edit(edited)
+			if got := ResourcelessHash(edited) != ResourcelessHash(withCPU); got != tc.changes {
+				t.Errorf("ResourcelessHash changed = %v, want %v", got, tc.changes)
+			}
+		})
+	}
+	if withCPU.Containers[0].Resources.Limits.Cpu().String() != "250m" {
+		t.Errorf("ResourcelessHash changed the caller's resources: %v", withCPU.Containers[0].Resources)
+	}
+}
+
+func TestResizableFrom(t *testing.T) {
+	rev := func(name string, edit func(*v1alpha1.SidecarSetSpec)) appsv1.ControllerRevision {
+		s := baseSpec()
+		edit(s)
+		return appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: runtime.RawExtension{Raw: Data(s)}}
+	}
+	latest := baseSpec()
+	latest.Containers[0].Image = "exporter:2"
+	latest.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}
+	history := []appsv1.ControllerRevision{
+		rev("s-same", func(*v1alpha1.SidecarSetSpec) {}),
+		rev("s-env", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}} }),
+		{ObjectMeta: metav1.ObjectMeta{Name: "s-unreadable"}, Data: runtime.RawExtension{Raw: []byte("{")}},
+	}
+	got := ResizableFrom(latest, history)
+	if want := map[string]bool{"s-same": true}; !cmp.Equal(got, want) {
+		t.Errorf("ResizableFrom = %v, want %v", got, want)
 	}
 }

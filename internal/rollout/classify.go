@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,10 +51,19 @@ type Pod struct {
 	// not taken for the write in flight or the rollout's disruption.
 	Back bool
 	// Upgradable: the pod differs from the latest revision at most in
-	// images: the record's ImagelessHash is the latest one and every latest
-	// sidecar is both recorded and present in the pod spec. A pod that is
-	// not upgradable needs a recreate.
+	// what changes in place, and every latest sidecar is both recorded and
+	// present in the pod spec. What changes in place: images (the record's
+	// ImagelessHash is the latest one), and the cpu and memory of sidecars
+	// when the record's revision is in Latest.ResizableFrom and the
+	// apiserver would take the resize (Resize). A pod that is not
+	// upgradable needs a recreate; so does, while the kubelet holds it
+	// (PodResizePending), a pod whose resize was written.
 	Upgradable bool
+	// NotUpgradable says why a pod is not Upgradable.
+	NotUpgradable string
+	// Resize lists the resizes an update of the pod to the latest revision
+	// writes, before its images and record.
+	Resize []ContainerResources
 	// Drifted names, in record order, the containers whose pod spec image
 	// differs from the one recorded as last written: someone edited them.
 	Drifted []string
@@ -111,10 +122,19 @@ type Container struct {
 	InFlight bool
 	// Recorded is the container's record.
 	Recorded revision.ContainerState
-	// Complete is UpdateComplete for a container that Runs, and for a
-	// drifted one: it runs, and the change is not Unacted; false
-	// for one that does not run.
+	// Complete is UpdateComplete for a container that Runs, with
+	// ResizeComplete too when the write resized it, and for a drifted one:
+	// it runs, and the change is not Unacted; false for one that does not
+	// run.
 	Complete bool
+	// Unresized: the container's status shows cpu or memory other than its
+	// spec's: the kubelet has a resize to do. False when the status shows
+	// no resources (a node that does not resize).
+	Unresized bool
+	// ResizeHeld: the write in flight is done but for a resize the kubelet
+	// holds (PodResizePending). The container runs what it ran; another
+	// write may go over it.
+	ResizeHeld bool
 }
 
 // Classify judges pod, which carries rec as its record of the SidecarSet
@@ -135,6 +155,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	}
 	// wrote: some running sidecar still carries the record of a write.
 	complete, wrote := true, false
+	// held: why the kubelet holds a resize written into the pod.
+	held := ""
 	write := rec.Write
 	if write != nil && pod.Generation < write.Generation {
 		// The apiserver moves the generation only when the spec changed;
@@ -166,8 +188,16 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 		drifted := !SameImage(rc.Image, c.Image)
 		c.Unacted = c.Runs && drifted && (c.Running && !runsImage(st, spec.Image) || !c.Running && !startFailed(st))
+		c.Unresized = c.Running && st.Resources != nil && !runsResources(spec.Resources, st)
 		if c.Runs {
 			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
+			if rc.Resized && c.Complete && !ResizeComplete(pod, spec, st, write) {
+				c.Complete = false
+				if why, ok := resizeRefused(pod); ok {
+					c.ResizeHeld = true
+					held = fmt.Sprintf("%s of %s", why, c.Name)
+				}
+			}
 			if drifted {
 				// Someone else's change, over any write of ours: the kubelet
 				// acts on the spec, and done is that it has. A status from
@@ -197,12 +227,26 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			p.Drifted = append(p.Drifted, c.Name)
 		}
 	}
-	p.Upgradable = rec.ImagelessHash == latest.ImagelessHash ||
+	imagesOnly := rec.ImagelessHash == latest.ImagelessHash ||
 		(latest.PreviousImagelessHash != "" && rec.ImagelessHash == latest.PreviousImagelessHash)
+	p.Upgradable = imagesOnly
+	if !imagesOnly {
+		if latest.ResizableFrom[rec.Revision] {
+			p.Resize, p.NotUpgradable = resizesOf(pod, p.Containers, latest)
+			p.Upgradable = p.NotUpgradable == ""
+		}
+	}
 	for name := range latest.Containers {
 		if _, ok := p.container(name); !ok {
 			p.Upgradable = false
+			p.NotUpgradable = fmt.Sprintf("the pod has no container %s: it needs a recreate", name)
 		}
+	}
+	if held != "" && imagesOnly {
+		// The kubelet holds the resize to what the latest revision
+		// declares. A revision the pod reaches in place otherwise (an
+		// undo) is written over it.
+		p.Upgradable, p.NotUpgradable = false, held
 	}
 	p.Ready = p.PodReady && complete
 	switch {
@@ -229,9 +273,9 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 }
 
 // written reports whether the controller wrote rc in place: its record
-// describes the container that ran before.
+// describes the container that ran before, or says it was resized.
 func written(rc revision.ContainerState) bool {
-	return rc.PreviousContainerID != "" || rc.PreviousImage != "" || rc.PreviousImageID != ""
+	return rc.PreviousContainerID != "" || rc.PreviousImage != "" || rc.PreviousImageID != "" || rc.Resized
 }
 
 // runsImage reports whether a running container's status shows image: the

@@ -228,6 +228,8 @@ func TestNewLatest(t *testing.T) {
 		// No pull policy to blank: both rules agree.
 		PreviousImagelessHash: NewLatest(testSet("exporter:v1")).ImagelessHash,
 		Containers:            map[string]string{"exporter": "exporter:v2", "shipper": "fluent-bit:3.1"},
+		// Neither declares resources, which is a declaration of none.
+		Resources: map[string]corev1.ResourceRequirements{"exporter": {}, "shipper": {}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NewLatest (-want +got):\n%s", diff)

@@ -119,7 +119,7 @@ func (u PodUpdate) RecordOnly() bool {
 // pod back. Record-only writes keep the time of the write they describe.
 // u is not modified.
 func (u PodUpdate) Stamped(at time.Time) PodUpdate {
-	if len(u.Containers) == 0 || u.State.Write == nil {
+	if !u.writesSpec() || u.State.Write == nil {
 		return u
 	}
 	w := *u.State.Write
@@ -131,19 +131,22 @@ func (u PodUpdate) Stamped(at time.Time) PodUpdate {
 
 // PodUpdate is one pod write: the images of some sidecars and this set's
 // entry of the pod's state annotation, which must go together in one patch
-// so the record never disagrees with the spec.
+// so the record never disagrees with the spec; before them, when Resize
+// lists any, the sidecars' resources through pods/resize (see resize.go).
 type PodUpdate struct {
 	Pod    types.NamespacedName
 	Action Action
-	// Disrupts: the pod was ready and the write changes the image of a
-	// running sidecar, so it took one of maxUnavailable and one disruption of
-	// each of its budgets. A write into a pod that was not ready, or one that
-	// changes no running container, takes neither.
+	// Disrupts: the pod was ready and the write changes the image or the
+	// resources of a running sidecar, so it took one of maxUnavailable and
+	// one disruption of each of its budgets. A write into a pod that was not
+	// ready, or one that changes no running container, takes neither.
 	Disrupts bool
 	// Containers are the sidecars whose image changes. Empty when only the
 	// record changes (the spec already carries the images, put there by a
 	// hand edit).
 	Containers []ContainerImage
+	// Resize are the sidecars whose cpu or memory changes, written first.
+	Resize []ContainerResources
 	// State replaces the set's entry of sidecarset.dev/state; entries of
 	// other SidecarSets stay.
 	State revision.SetState
@@ -378,9 +381,12 @@ func Next(in Input) (Plan, error) {
 		switch {
 		case inWork[p.Key] || !selected(p) || p.Updated:
 		case !p.Upgradable:
-			plan.Held = append(plan.Held, Held{p.Key, HeldNotUpgradable, fmt.Sprintf(
-				"something other than an image changed (imageless hash %s, latest %s): the pod needs a recreate",
-				p.Record.ImagelessHash, in.Latest.ImagelessHash)})
+			msg := p.NotUpgradable
+			if msg == "" {
+				msg = fmt.Sprintf("something other than an image changed (imageless hash %s, latest %s): the pod needs a recreate",
+					p.Record.ImagelessHash, in.Latest.ImagelessHash)
+			}
+			plan.Held = append(plan.Held, Held{p.Key, HeldNotUpgradable, msg})
 		default:
 			plan.Held = append(plan.Held, Held{p.Key, HeldByPartition, fmt.Sprintf(
 				"partition keeps %s of %d on their revision", podCount(scope.Partition), scope.Selected)})
@@ -503,10 +509,12 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 }
 
 // runningInFlight returns the name of a sidecar of p whose write is in
-// flight while it runs.
+// flight while it runs, but for a resize the kubelet holds: the container
+// runs what it ran, and the kubelet resizes to whatever the spec says
+// when it can.
 func (p Pod) runningInFlight() (string, bool) {
 	for _, c := range p.Containers {
-		if c.InFlight && c.Running {
+		if c.InFlight && c.Running && !c.ResizeHeld {
 			return c.Name, true
 		}
 	}
@@ -514,14 +522,28 @@ func (p Pod) runningInFlight() (string, bool) {
 }
 
 // restartsRunning reports whether u changes the image of a container of p
-// that keeps running, which the kubelet then restarts.
+// that keeps running, which the kubelet then restarts, or its resources.
+// A resize restarts the container only under a resizePolicy that says so,
+// but a resize that goes wrong (a memory limit below what the sidecar
+// uses) takes the sidecar down too: it is paced like a restart.
 func (u PodUpdate) restartsRunning(p Pod) bool {
 	for _, ci := range u.Containers {
 		if c, ok := p.container(ci.Name); ok && c.Runs {
 			return true
 		}
 	}
+	for _, r := range u.Resize {
+		if c, ok := p.container(r.Name); ok && c.Runs {
+			return true
+		}
+	}
 	return false
+}
+
+// writesSpec reports whether u changes the pod spec: images, resources or
+// both.
+func (u PodUpdate) writesSpec() bool {
+	return len(u.Containers) > 0 || len(u.Resize) > 0
 }
 
 // newScope does the arithmetic Next and status.Compute share.
@@ -623,6 +645,13 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 		}
 		u.State.Containers = append(u.State.Containers, rc)
 	}
+	u.Resize = p.Resize
+	for i, rc := range u.State.Containers {
+		c, _ := p.container(rc.Name)
+		if slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return r.Name == rc.Name }) || c.Unresized {
+			u.State.Containers[i].Resized = true
+		}
+	}
 	u.State.Write = writeOf(p, u)
 	return u
 }
@@ -689,9 +718,10 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	return rc
 }
 
-// settled forgets the previous container of a complete one.
+// settled forgets the previous container of a complete one, and its resize.
 func settled(rc revision.ContainerState) revision.ContainerState {
 	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage = "", "", ""
+	rc.Resized = false
 	return rc
 }
 
@@ -701,13 +731,21 @@ func settled(rc revision.ContainerState) revision.ContainerState {
 // not back yet (a write over an update that never came up, such as an undo
 // after a failed pull, must not free the slot that update holds). A write
 // that changes no container leaves the spec, and so the generation, as it
-// was, and keeps the record's Write.
+// was, and keeps the record's Write. The resize and the image write each
+// move the generation by one.
 func writeOf(p Pod, u PodUpdate) *revision.Write {
-	if len(u.Containers) == 0 {
+	if !u.writesSpec() {
 		return p.Record.Write
 	}
+	generation := p.Generation
+	if len(u.Resize) > 0 {
+		generation++
+	}
+	if len(u.Containers) > 0 {
+		generation++
+	}
 	kept := p.Disrupting && p.Record.Write != nil
-	return &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: p.Generation + 1}
+	return &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
 }
 
 func sortHeld(h []Held) {

@@ -14,7 +14,8 @@ import (
 // computed at injection (a regular one and a native one) differ in the pod
 // from the set's declaration, but upgradability is judged on the set's
 // revisions, so a new image stays in place; a change of the policy itself
-// is a change beyond the image, until resources can be resized in place.
+// is a change beyond the image: the resources a policy computed belong to the
+// pod, so only fixed resources are resized in place.
 // SameName adoption does not compare the computed resources either.
 func TestClassifyResourcesPolicy(t *testing.T) {
 	sized := func(image, cpu string) *v1alpha1.SidecarSet {

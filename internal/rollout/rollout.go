@@ -45,17 +45,28 @@ type Latest struct {
 	// Containers maps every sidecar name, regular and init, to its declared
 	// image.
 	Containers map[string]string
+	// Resources maps every sidecar whose resources the set declares (one
+	// without a resourcesPolicy) to them.
+	Resources map[string]corev1.ResourceRequirements
+	// ResizableFrom names the revisions whose pods reach this one in place
+	// with a resize besides the images (revision.ResizableFrom); the caller
+	// sets it from the set's history. Without it, a pod reaches this
+	// revision in place only when their ImagelessHash is the same.
+	ResizableFrom map[string]bool
 }
 
 // NewLatest returns the latest revision of set.
 func NewLatest(set *v1alpha1.SidecarSet) Latest {
 	spec := &set.Spec
 	images := make(map[string]string, len(spec.Containers)+len(spec.InitContainers))
-	for _, c := range spec.Containers {
-		images[c.Name] = c.Image
-	}
-	for _, c := range spec.InitContainers {
-		images[c.Name] = c.Image
+	resources := make(map[string]corev1.ResourceRequirements, len(spec.Containers)+len(spec.InitContainers))
+	for _, cs := range [][]v1alpha1.SidecarContainer{spec.Containers, spec.InitContainers} {
+		for _, c := range cs {
+			images[c.Name] = c.Image
+			if c.ResourcesPolicy == nil {
+				resources[c.Name] = c.Resources
+			}
+		}
 	}
 	return Latest{
 		Name:                  revision.Name(set.Name, spec),
@@ -63,6 +74,7 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 		ImagelessHash:         revision.ImagelessHash(spec),
 		PreviousImagelessHash: revision.ImagelessHashKeepingPullPolicy(spec),
 		Containers:            images,
+		Resources:             resources,
 	}
 }
 

@@ -1,0 +1,236 @@
+package rollout
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+// In-place resize. A revision that differs from a pod's only in images and
+// in the cpu and memory of sidecars whose resources the set declares
+// (revision.ResizableFrom) reaches a running pod in two writes: the
+// resources through the pods/resize subresource, which takes nothing but
+// containers' resources, then the images and the record, as for an image
+// update. The resize goes first: should the second write not follow (a
+// conflict, a crash), the pod still records its old revision and its spec
+// already holds the new resources, so the next plan writes the images and
+// the record alone, and waits for the kubelet to resize all the same.
+
+// ContainerResources is what a resize writes into one sidecar.
+type ContainerResources struct {
+	Name string
+	// Init: the container is in spec.initContainers.
+	Init bool
+	// Resources is the container's whole resources field as it is to be:
+	// its cpu and memory as declared, a request the declaration leaves out
+	// filled in from the limit, as the apiserver defaults a new pod, and
+	// every other resource as the pod has it.
+	Resources corev1.ResourceRequirements
+}
+
+// resizable are the resources the apiserver lets a resize change.
+var resizable = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// resizesOf returns the resizes that bring pod's running sidecars to the
+// resources latest declares, or why the apiserver would refuse them, ""
+// when it would not. It refuses a resize that removes a cpu or memory
+// request or limit the container has, or that changes the pod's QoS class
+// (judged over the whole pod: an app container's resources decide it too).
+// An ordinary init container is left as it ran, as for images.
+//
+// Worked cases, exporter running with requests = limits = cpu 250m, memory
+// 64Mi (a Guaranteed pod), declared:
+//
+//	limits cpu 500m, memory 128Mi             → requests = limits = 500m, 128Mi
+//	requests cpu 500m, limits cpu 500m, memory 128Mi → the same
+//	limits cpu 500m only                      → refused: removes the memory limit
+//	requests cpu 100m, limits cpu 500m, memory 128Mi → refused: Guaranteed to Burstable
+//	limits cpu 250m, memory 64Mi              → nothing to resize
+func resizesOf(pod *corev1.Pod, containers []Container, latest Latest) ([]ContainerResources, string) {
+	var out []ContainerResources
+	after := pod.DeepCopy()
+	for _, c := range containers {
+		declared, ok := latest.Resources[c.Name]
+		if !ok || !c.Runs {
+			continue
+		}
+		spec, _, _ := specContainer(pod, c.Name)
+		target, err := resizeTarget(spec.Resources, declared)
+		if err != "" {
+			return nil, fmt.Sprintf("resizing %s would %s, which the apiserver refuses in a running pod", c.Name, err)
+		}
+		if sameCPUMemory(target, spec.Resources) {
+			continue
+		}
+		out = append(out, ContainerResources{Name: c.Name, Init: c.Init, Resources: target})
+		setResources(after, c.Name, c.Init, target)
+	}
+	if len(out) == 0 {
+		return nil, ""
+	}
+	was, containersDecide := inject.QOSClass(pod)
+	if !containersDecide {
+		return out, ""
+	}
+	if pod.Status.QOSClass != "" {
+		// The apiserver compares with the class the pod was given.
+		was = pod.Status.QOSClass
+	}
+	if is, _ := inject.QOSClass(after); is != was {
+		return nil, fmt.Sprintf("resizing %s would move the pod from QoS class %s to %s, which the apiserver refuses",
+			resizeNames(out), was, is)
+	}
+	return out, ""
+}
+
+// resizeTarget returns cur with the cpu and memory of declared, a missing
+// request taken from the limit, or what the resize would do that the
+// apiserver refuses.
+func resizeTarget(cur, declared corev1.ResourceRequirements) (corev1.ResourceRequirements, string) {
+	out := *cur.DeepCopy()
+	for _, name := range resizable {
+		lim, hasLim := declared.Limits[name]
+		req, hasReq := declared.Requests[name]
+		if !hasReq && hasLim {
+			req, hasReq = lim, true
+		}
+		if _, had := cur.Requests[name]; had && !hasReq {
+			return corev1.ResourceRequirements{}, fmt.Sprintf("remove its %s request", name)
+		}
+		if _, had := cur.Limits[name]; had && !hasLim {
+			return corev1.ResourceRequirements{}, fmt.Sprintf("remove its %s limit", name)
+		}
+		out.Requests = with(out.Requests, name, req, hasReq)
+		out.Limits = with(out.Limits, name, lim, hasLim)
+	}
+	return out, ""
+}
+
+func with(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity, set bool) corev1.ResourceList {
+	if !set {
+		return l
+	}
+	if l == nil {
+		l = corev1.ResourceList{}
+	}
+	l[name] = q
+	return l
+}
+
+// sameCPUMemory reports whether a and b have the same cpu and memory
+// requests and limits, as quantities.
+func sameCPUMemory(a, b corev1.ResourceRequirements) bool {
+	for _, name := range resizable {
+		if !sameQuantity(a.Requests, b.Requests, name) || !sameQuantity(a.Limits, b.Limits, name) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
+	qa, inA := a[name]
+	qb, inB := b[name]
+	return inA == inB && qa.Cmp(qb) == 0
+}
+
+// runsResources reports whether a container's status shows the cpu and
+// memory of spec applied: every request and limit spec sets, reported
+// equal. The kubelet reports what the runtime applied
+// (containerStatuses[].resources); a status without it says nothing.
+func runsResources(spec corev1.ResourceRequirements, st corev1.ContainerStatus) bool {
+	if st.Resources == nil {
+		return false
+	}
+	for _, name := range resizable {
+		for _, pair := range [][2]corev1.ResourceList{{spec.Requests, st.Resources.Requests}, {spec.Limits, st.Resources.Limits}} {
+			want, set := pair[0][name]
+			if !set {
+				continue
+			}
+			if got, ok := pair[1][name]; !ok || got.Cmp(want) != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ResizeComplete reports whether the kubelet finished resizing a running
+// container to spec: it has seen the generation the write produced
+// (write.Generation; a kubelet that reports no generation is taken at its
+// status), reports no resize pending or in progress for the pod, and shows
+// the container running with spec's cpu and memory.
+func ResizeComplete(pod *corev1.Pod, spec corev1.Container, st corev1.ContainerStatus, write *revision.Write) bool {
+	if st.State.Running == nil || !runsResources(spec.Resources, st) {
+		return false
+	}
+	if g := pod.Status.ObservedGeneration; write != nil && g > 0 && g < write.Generation {
+		return false
+	}
+	_, pending := resizeCondition(pod)
+	return !pending
+}
+
+// resizeCondition returns the pod's PodResizePending or PodResizeInProgress
+// condition, whichever the kubelet set.
+func resizeCondition(pod *corev1.Pod) (corev1.PodCondition, bool) {
+	for _, c := range pod.Status.Conditions {
+		if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}
+
+// resizeRefused returns why the kubelet does not resize pod, when it set
+// PodResizePending: Infeasible (the node can never fit it, or its CPU or
+// memory manager forbids it) or Deferred (not now).
+func resizeRefused(pod *corev1.Pod) (string, bool) {
+	c, ok := resizeCondition(pod)
+	if !ok || c.Type != corev1.PodResizePending {
+		return "", false
+	}
+	msg := fmt.Sprintf("the kubelet holds the resize as %s", c.Reason)
+	if c.Message != "" {
+		msg += ": " + c.Message
+	}
+	return msg, true
+}
+
+// Resize returns a copy of pod with u's resizes written into it, for the
+// pods/resize subresource. pod itself is not modified.
+func Resize(pod *corev1.Pod, u PodUpdate) *corev1.Pod {
+	out := pod.DeepCopy()
+	for _, r := range u.Resize {
+		setResources(out, r.Name, r.Init, *r.Resources.DeepCopy())
+	}
+	return out
+}
+
+func setResources(pod *corev1.Pod, name string, init bool, r corev1.ResourceRequirements) {
+	list := pod.Spec.Containers
+	if init {
+		list = pod.Spec.InitContainers
+	}
+	for i := range list {
+		if list[i].Name == name {
+			list[i].Resources = r
+		}
+	}
+}
+
+func resizeNames(rs []ContainerResources) string {
+	s := ""
+	for i, r := range rs {
+		if i > 0 {
+			s += ", "
+		}
+		s += r.Name
+	}
+	return s
+}

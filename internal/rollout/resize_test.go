@@ -1,0 +1,244 @@
+package rollout
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
+)
+
+func resources(req, lim map[corev1.ResourceName]string) corev1.ResourceRequirements {
+	list := func(m map[corev1.ResourceName]string) corev1.ResourceList {
+		if m == nil {
+			return nil
+		}
+		l := corev1.ResourceList{}
+		for k, v := range m {
+			l[k] = resource.MustParse(v)
+		}
+		return l
+	}
+	return corev1.ResourceRequirements{Requests: list(req), Limits: list(lim)}
+}
+
+func cpuMem(cpu, mem string) map[corev1.ResourceName]string {
+	m := map[corev1.ResourceName]string{}
+	if cpu != "" {
+		m[corev1.ResourceCPU] = cpu
+	}
+	if mem != "" {
+		m[corev1.ResourceMemory] = mem
+	}
+	return m
+}
+
+// sizedSet is testSet with exporter's resources r, and shipper's a
+// Guaranteed 100m and 32Mi.
+func sizedSet(image string, r corev1.ResourceRequirements) *v1alpha1.SidecarSet {
+	set := testSet(image)
+	set.Spec.Containers[0].Resources = r
+	set.Spec.InitContainers[0].Resources = resources(cpuMem("100m", "32Mi"), cpuMem("100m", "32Mi"))
+	return set
+}
+
+// guaranteedPod is a ready pod injected with set, its app container
+// Guaranteed, and every running container's status showing its spec's
+// resources applied.
+func guaranteedPod(name string, set *v1alpha1.SidecarSet) *corev1.Pod {
+	pod := injectedPod(name, set)
+	pod.Spec.Containers[0].Resources = resources(cpuMem("1", "1Gi"), cpuMem("1", "1Gi"))
+	pod.Generation = 1
+	pod.Status.ObservedGeneration = 1
+	kubeletResizes(pod)
+	return pod
+}
+
+// kubeletResizes plays the kubelet applying the spec's resources.
+func kubeletResizes(pod *corev1.Pod) {
+	for _, l := range []struct {
+		spec []corev1.Container
+		st   []corev1.ContainerStatus
+	}{{pod.Spec.Containers, pod.Status.ContainerStatuses}, {pod.Spec.InitContainers, pod.Status.InitContainerStatuses}} {
+		for _, c := range l.spec {
+			for i := range l.st {
+				if l.st[i].Name == c.Name {
+					l.st[i].Resources = c.Resources.DeepCopy()
+				}
+			}
+		}
+	}
+	pod.Status.ObservedGeneration = pod.Generation
+}
+
+func resizableLatest(set *v1alpha1.SidecarSet, from ...*v1alpha1.SidecarSet) Latest {
+	latest := NewLatest(set)
+	latest.ResizableFrom = map[string]bool{}
+	for _, f := range from {
+		latest.ResizableFrom[revision.Name(f.Name, &f.Spec)] = true
+	}
+	return latest
+}
+
+func TestClassifyResize(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	full := func(cpu, mem string) corev1.ResourceRequirements {
+		return resources(cpuMem(cpu, mem), cpuMem(cpu, mem))
+	}
+	cases := []struct {
+		name     string
+		declared corev1.ResourceRequirements
+		// resizable: the pod's revision is in ResizableFrom.
+		resizable bool
+		want      []ContainerResources
+		refused   string
+	}{
+		{"limits only: requests follow them", resources(nil, cpuMem("500m", "128Mi")), true,
+			[]ContainerResources{{Name: "exporter", Resources: full("500m", "128Mi")}}, ""},
+		{"requests and limits", full("500m", "128Mi"), true,
+			[]ContainerResources{{Name: "exporter", Resources: full("500m", "128Mi")}}, ""},
+		{"the same values spelled otherwise", full("0.25", "67108864"), true, nil, ""},
+		{"a limit removed", resources(cpuMem("500m", "64Mi"), cpuMem("500m", "")), true, nil, "remove its memory limit"},
+		{"a request removed", resources(cpuMem("", "64Mi"), nil), true, nil, "remove its cpu request"},
+		{"Guaranteed to Burstable", resources(cpuMem("100m", "128Mi"), cpuMem("500m", "128Mi")), true, nil,
+			"from QoS class Guaranteed to Burstable"},
+		{"not in ResizableFrom", full("500m", "128Mi"), false, nil, "something other than an image changed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := guaranteedPod("p01", v1)
+			v2 := sizedSet("exporter:v2", tc.declared)
+			latest := NewLatest(v2)
+			if tc.resizable {
+				latest = resizableLatest(v2, v1)
+			}
+			p := Classify(pod, record(pod), latest)
+			if diff := cmp.Diff(tc.want, p.Resize); diff != "" {
+				t.Errorf("Resize (-want +got):\n%s", diff)
+			}
+			if p.Upgradable != (tc.refused == "") {
+				t.Errorf("Upgradable = %v (%s), want %v", p.Upgradable, p.NotUpgradable, tc.refused == "")
+			}
+			plan, err := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.refused != "" {
+				if len(plan.Held) != 1 || !strings.Contains(plan.Held[0].Message, tc.refused) {
+					t.Errorf("Held = %+v, want NotUpgradable saying %q", plan.Held, tc.refused)
+				}
+				return
+			}
+			if len(plan.Updates) != 1 || !cmp.Equal(plan.Updates[0].Resize, tc.want) {
+				t.Errorf("Updates = %+v, want one update resizing %v", plan.Updates, tc.want)
+			}
+		})
+	}
+}
+
+// TestResizeUpdate follows one pod through an update that resizes exporter
+// and changes its image: the write, the kubelet's steps, completion.
+func TestResizeUpdate(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	latest := resizableLatest(v2, v1)
+	pod := guaranteedPod("p01", v1)
+	next := func() Plan {
+		t.Helper()
+		plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+
+	plan := next()
+	if len(plan.Updates) != 1 {
+		t.Fatalf("Updates = %+v, want one", plan.Updates)
+	}
+	u := plan.Updates[0]
+	if !u.Disrupts || len(u.Resize) != 1 || len(u.Containers) != 1 {
+		t.Fatalf("update = %+v, want a disrupting write of exporter's image and resources", u)
+	}
+	if u.State.Write.Generation != 3 {
+		t.Errorf("Write.Generation = %d, want 3: the resize and the image write each move it", u.State.Write.Generation)
+	}
+	if rc, _ := u.State.Container("exporter"); !rc.Resized {
+		t.Errorf("exporter's record %+v does not say it was resized", rc)
+	}
+	// What the controller writes: the resize, then images and record.
+	*pod = *Resize(pod, u)
+	pod.Generation++
+	applyUpdate(pod, u)
+	if got := pod.Spec.Containers[1].Resources.Requests.Cpu().String(); got != "500m" {
+		t.Fatalf("exporter requests cpu %s after the resize, want 500m", got)
+	}
+
+	p := Classify(pod, record(pod), latest)
+	if !p.Updated || !p.Updating || !p.Disrupting {
+		t.Errorf("after the write: %+v, want updated, updating, disrupting", p)
+	}
+	// The kubelet restarts exporter for its image, the resize not done yet.
+	swap(pod)
+	pod.Status.ObservedGeneration = pod.Generation
+	pod.Status.ContainerStatuses[1].Resources = v1.Spec.Containers[0].Resources.DeepCopy()
+	if p := Classify(pod, record(pod), latest); !p.Updating {
+		t.Errorf("complete while the status shows the old resources")
+	}
+	// The kubelet holds the resize.
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible, Message: "Node didn't have enough capacity"})
+	p = Classify(pod, record(pod), latest)
+	if p.Upgradable || !strings.Contains(p.NotUpgradable, "Infeasible: Node didn't have enough capacity") {
+		t.Errorf("Upgradable %v (%q) with the resize Infeasible, want not upgradable saying why", p.Upgradable, p.NotUpgradable)
+	}
+	// An undo goes over a resize the kubelet holds.
+	back := resizableLatest(v1, v2)
+	if plan, _ := Next(Input{Latest: back, Pods: []Pod{Classify(pod, record(pod), back)}}); len(plan.Updates) != 1 || len(plan.Updates[0].Resize) != 1 {
+		t.Errorf("undo over a held resize: %+v, want one update resizing back", plan)
+	}
+
+	// The kubelet resizes after all.
+	pod.Status.Conditions = pod.Status.Conditions[:1]
+	kubeletResizes(pod)
+	p = Classify(pod, record(pod), latest)
+	if p.Updating || !p.Back || !p.Ready {
+		t.Errorf("resized and restarted: %+v, want back and ready", p)
+	}
+	plan = next()
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionSettle {
+		t.Fatalf("Updates = %+v, want a settle", plan.Updates)
+	}
+	if rc, _ := plan.Updates[0].State.Container("exporter"); rc.Resized {
+		t.Errorf("settled record %+v still says resized", rc)
+	}
+}
+
+// TestResizeAfterLostImageWrite: the resize landed, the write of images
+// and record did not. The next plan writes them alone and still waits for
+// the kubelet to resize.
+func TestResizeAfterLostImageWrite(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	latest := resizableLatest(v2, v1)
+	pod := guaranteedPod("p01", v1)
+	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	*pod = *Resize(pod, first.Updates[0])
+	pod.Generation++
+
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	if len(plan.Updates) != 1 {
+		t.Fatalf("Updates = %+v, want one", plan.Updates)
+	}
+	u := plan.Updates[0]
+	if len(u.Resize) != 0 || len(u.Containers) != 1 {
+		t.Errorf("update = %+v, want the image alone: the spec has the resources", u)
+	}
+	if rc, _ := u.State.Container("exporter"); !rc.Resized {
+		t.Errorf("record %+v does not wait for the kubelet to resize", rc)
+	}
+}
