@@ -59,12 +59,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if set.Status.CompletedRevision != "" {
 		inUse.Insert(set.Status.CompletedRevision)
 	}
-	withdrawn, err := r.syncRevisions(ctx, set, inUse)
+	history, err := r.syncRevisions(ctx, set, inUse)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	latest := rollout.NewLatest(set)
+	latest.ResizableFrom = history.resizable
 	classified := make([]rollout.Pod, len(pods))
 	for i, p := range pods {
 		classified[i] = rollout.Classify(p.pod, p.rec, latest)
@@ -95,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Strategy:    set.Spec.UpdateStrategy,
 		DriftPolicy: set.Spec.DriftPolicy,
 		Budgets:     budgets,
-		Withdrawn:   withdrawn,
+		Withdrawn:   history.withdrawn,
 	})
 	if err != nil {
 		// Validation refuses such a strategy; one stored before it cannot

@@ -26,14 +26,13 @@ import (
 // and trims the set's history to revisionHistoryLimit without deleting a
 // revision that inUse (the revisions pods still run) names. A spec equal to
 // an older revision reuses that revision and moves it to the top, as a
-// StatefulSet rollback does. It returns the names of the revisions first
-// declared after the current one (revision.Withdrawn), read before any is
-// trimmed.
-func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet, inUse sets.Set[string]) (map[string]bool, error) {
+// StatefulSet rollback does. It returns what the history says of the
+// current revision, read before any revision is trimmed.
+func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet, inUse sets.Set[string]) (historyFacts, error) {
 	var list appsv1.ControllerRevisionList
 	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace),
 		client.MatchingLabels{v1alpha1.LabelSidecarSet: set.Name}); err != nil {
-		return nil, fmt.Errorf("list revisions of %s: %w", set.Name, err)
+		return historyFacts{}, fmt.Errorf("list revisions of %s: %w", set.Name, err)
 	}
 	history := list.Items
 	sort.Slice(history, func(i, j int) bool { return history[i].Revision < history[j].Revision })
@@ -65,10 +64,10 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 			Revision: top + 1,
 		}
 		if err := controllerutil.SetOwnerReference(set, latest, r.Client.Scheme()); err != nil {
-			return nil, fmt.Errorf("own revision %s: %w", name, err)
+			return historyFacts{}, fmt.Errorf("own revision %s: %w", name, err)
 		}
 		if err := r.Client.Create(ctx, latest); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("create revision %s: %w", name, err)
+			return historyFacts{}, fmt.Errorf("create revision %s: %w", name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("created revision", "revision", klog.KObj(latest), "number", latest.Revision)
 	case latest.Revision != top || !maps.Equal(latest.Labels, labels):
@@ -78,11 +77,14 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 		latest.Revision = top + 1
 		latest.Labels = labels
 		if err := r.Client.Update(ctx, latest); err != nil {
-			return nil, fmt.Errorf("renumber or relabel revision %s: %w", name, err)
+			return historyFacts{}, fmt.Errorf("renumber or relabel revision %s: %w", name, err)
 		}
 	}
 
-	withdrawn := revision.Withdrawn(history, name)
+	facts := historyFacts{
+		withdrawn: revision.Withdrawn(history, name),
+		resizable: revision.ResizableFrom(&set.Spec, history),
+	}
 
 	limit := int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))
 	var old []appsv1.ControllerRevision
@@ -93,8 +95,18 @@ func (r *Reconciler) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 	}
 	for i := 0; i < len(old)-limit; i++ {
 		if err := r.Client.Delete(ctx, &old[i]); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("trim revision %s: %w", old[i].Name, err)
+			return historyFacts{}, fmt.Errorf("trim revision %s: %w", old[i].Name, err)
 		}
 	}
-	return withdrawn, nil
+	return facts, nil
+}
+
+// historyFacts is what a set's history says of its current revision.
+type historyFacts struct {
+	// withdrawn names the revisions first declared after the current one
+	// (revision.Withdrawn).
+	withdrawn map[string]bool
+	// resizable names the revisions whose pods reach the current one in
+	// place (revision.ResizableFrom).
+	resizable map[string]bool
 }

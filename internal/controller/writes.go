@@ -129,8 +129,19 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // writePod patches the images of u's containers and the set's record in one
 // request. The patch carries the pod's resourceVersion: if the cache was
 // stale the apiserver refuses it, so a pod is never written twice from one
-// stale view.
+// stale view. A resize goes before, through the pods/resize subresource
+// (the only way to change a running pod's resources, and one that drops
+// everything else), with the same precondition; the second patch then
+// carries the resourceVersion the resize made.
 func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
+	if len(u.Resize) > 0 {
+		resized := rollout.Resize(cached, u)
+		patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
+		if err := r.Client.SubResource("resize").Patch(ctx, resized, patch); err != nil {
+			return fmt.Errorf("resize sidecars of %s: %w", klog.KObj(cached), err)
+		}
+		cached = resized
+	}
 	pod, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
 	if err != nil {
 		return err

@@ -58,7 +58,11 @@ func (m *machine) restoreContainer(pod *corev1.Pod, c *container, spec *corev1.C
 	}
 	switch {
 	case cs.State.Running != nil:
-		inst := &instance{id: cs.ContainerID, image: cs.Image, imageID: cs.ImageID, startedAt: cs.State.Running.StartedAt.Time}
+		inst := &instance{id: cs.ContainerID, image: cs.Image, imageID: cs.ImageID, startedAt: cs.State.Running.StartedAt.Time,
+			resources: cpuMemory(spec.Resources)}
+		if cs.Resources != nil {
+			inst.resources = cpuMemory(*cs.Resources)
+		}
 		plan(inst, c.kind, behaviourOf(c.ref), spec, m.timing)
 		if cs.Ready {
 			inst.readyAt = inst.startedAt

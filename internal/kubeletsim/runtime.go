@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -78,6 +79,9 @@ type instance struct {
 	exitWith       int32
 	finishedAt     time.Time // zero while running
 	exitCode       int32
+	// resources are the cpu and memory the runtime applied to it: the
+	// spec's when it was created, then each resize's.
+	resources corev1.ResourceRequirements
 }
 
 // container is the kubelet's view of one container of a pod across restarts.
@@ -233,7 +237,11 @@ func (s *step) record(c *container, warning bool, reason, message string) {
 func (s *step) applySpecChanges() {
 	changed := func(spec *corev1.Container) {
 		c := s.rt.containers[spec.Name]
-		if c == nil || c.image == spec.Image {
+		if c == nil {
+			return
+		}
+		if c.image == spec.Image {
+			s.resize(c, spec)
 			return
 		}
 		c.image = spec.Image
@@ -262,6 +270,58 @@ func (s *step) applySpecChanges() {
 	for i := range s.pod.Spec.Containers {
 		changed(&s.pod.Spec.Containers[i])
 	}
+}
+
+// resize applies a running container's new cpu and memory, as the kubelet
+// does once it admitted a resize: in place, unless the container's
+// resizePolicy says RestartContainer for a resource that changed, when it is
+// restarted (and the next instance gets the new resources). A container
+// that does not run gets the spec's resources when it is next created.
+func (s *step) resize(c *container, spec *corev1.Container) {
+	if c.stage != stageRunning {
+		return
+	}
+	want := cpuMemory(spec.Resources)
+	if apiequality.Semantic.DeepEqual(want, c.cur.resources) {
+		return
+	}
+	for _, p := range spec.ResizePolicy {
+		if p.RestartPolicy == corev1.RestartContainer && changedResource(c.cur.resources, want, p.ResourceName) {
+			s.kill(c, fmt.Sprintf("Container %s resize requires restart", c.name))
+			c.stage = stageWaiting
+			return
+		}
+	}
+	c.cur.resources = want
+}
+
+// cpuMemory returns the cpu and memory of r: what a runtime applies to a
+// container and the kubelet reports in containerStatuses[].resources.
+func cpuMemory(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	keep := func(l corev1.ResourceList) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := l[name]; ok {
+				out[name] = q.DeepCopy()
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return corev1.ResourceRequirements{Requests: keep(r.Requests), Limits: keep(r.Limits)}
+}
+
+// changedResource reports whether name's request or limit differs between
+// a and b.
+func changedResource(a, b corev1.ResourceRequirements, name corev1.ResourceName) bool {
+	differs := func(x, y corev1.ResourceList) bool {
+		qx, inX := x[name]
+		qy, inY := y[name]
+		return inX != inY || qx.Cmp(qy) != 0
+	}
+	return differs(a.Requests, b.Requests) || differs(a.Limits, b.Limits)
 }
 
 // runInitContainers drives the init containers in order: each ordinary one
@@ -498,7 +558,7 @@ func probeDelay(p *corev1.Probe) time.Duration {
 }
 
 func (s *step) create(c *container, spec *corev1.Container) {
-	inst := &instance{id: s.newID(), startedAt: s.now}
+	inst := &instance{id: s.newID(), startedAt: s.now, resources: cpuMemory(spec.Resources)}
 	inst.image, inst.imageID = s.images.describe(c.ref, c.digest)
 	plan(inst, c.kind, behaviourOf(c.ref), spec, s.timing)
 	if c.cur != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -445,5 +446,88 @@ func TestProbeDelay(t *testing.T) {
 		if got := probeDelay(tc.probe); got != tc.want {
 			t.Errorf("%s: probeDelay = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestResize: a resize is applied in place, the container keeps running
+// under its ID and the status shows the new cpu and memory; a resource whose
+// resizePolicy says RestartContainer restarts the container instead, and
+// the next one runs with the new resources. A native sidecar resizes too.
+func TestResize(t *testing.T) {
+	res := func(cpu, mem string) corev1.ResourceRequirements {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+		return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	pod := testPod("main", "exporter", "shipper")
+	pod.Spec.Containers[1].Resources = res("250m", "64Mi")
+	pod.Spec.Containers[2].Resources = res("250m", "64Mi")
+	pod.Spec.Containers[2].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	pod.Spec.InitContainers = []corev1.Container{sidecarSpec("native", "native:v1")}
+	pod.Spec.InitContainers[0].Resources = res("100m", "32Mi")
+	w := newWorld(t, pod)
+	w.at(t0)
+	before := w.pod.Status.DeepCopy()
+	if got := w.status("exporter").Resources; got == nil || !apiequality.Semantic.DeepEqual(*got, res("250m", "64Mi")) {
+		t.Fatalf("exporter status resources %v, want the spec's", got)
+	}
+	if got := w.status("main").Resources; got == nil {
+		t.Fatalf("main's status has no resources: the apiserver takes that for a node that cannot resize")
+	}
+
+	w.pod.Spec.Containers[1].Resources = res("500m", "128Mi")
+	w.pod.Spec.Containers[2].Resources = res("500m", "128Mi")
+	w.pod.Spec.InitContainers[0].Resources = res("200m", "32Mi")
+	w.pod.Generation++
+	events := w.at(t0.Add(time.Minute))
+
+	for _, name := range []string{"exporter", "native"} {
+		st := w.status(name)
+		old := before.ContainerStatuses[1]
+		if name == "native" {
+			old = before.InitContainerStatuses[0]
+		}
+		if st.ContainerID != old.ContainerID || st.RestartCount != 0 {
+			t.Errorf("%s: containerID %s (was %s), restartCount %d; want the same container", name, st.ContainerID, old.ContainerID, st.RestartCount)
+		}
+	}
+	if got := *w.status("exporter").Resources; !apiequality.Semantic.DeepEqual(got, res("500m", "128Mi")) {
+		t.Errorf("exporter status resources %v after the resize, want the new ones", got)
+	}
+	if got := *w.status("native").Resources.Requests.Cpu(); got.String() != "200m" {
+		t.Errorf("native requests cpu %s after the resize, want 200m", got.String())
+	}
+	shipper := w.status("shipper")
+	if shipper.ContainerID == before.ContainerStatuses[2].ContainerID || shipper.RestartCount != 1 {
+		t.Errorf("shipper (memory RestartContainer): containerID %s, restartCount %d; want a new container", shipper.ContainerID, shipper.RestartCount)
+	}
+	if got := shipper.Resources; got == nil || !apiequality.Semantic.DeepEqual(*got, res("500m", "128Mi")) {
+		t.Errorf("shipper status resources %v, want the new ones", got)
+	}
+	if diff := cmp.Diff([]string{"shipper Killing", "shipper Pulled", "shipper Created", "shipper Started"}, reasons(events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if c := w.condition(corev1.PodResizeInProgress); c != "" {
+		t.Errorf("PodResizeInProgress %s once every container shows its spec's resources", c)
+	}
+}
+
+// TestResizeInProgress: while the kubelet has not applied a resize the
+// status says so, for the generation it saw.
+func TestResizeInProgress(t *testing.T) {
+	pod := testPod("main")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	w := newWorld(t, pod)
+	w.at(t0)
+	w.pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	w.pod.Generation++
+	// The status of the new spec, before the node acted on it.
+	w.pod.Status = podStatus(w.pod, w.rt, "127.0.10.1", t0.Add(time.Second))
+	c := findCondition(w.pod.Status.Conditions, corev1.PodResizeInProgress)
+	if c == nil || c.Status != corev1.ConditionTrue || c.ObservedGeneration != w.pod.Generation {
+		t.Fatalf("PodResizeInProgress = %+v, want True at generation %d", c, w.pod.Generation)
+	}
+	w.at(t0.Add(2 * time.Second))
+	if c := w.condition(corev1.PodResizeInProgress); c != "" {
+		t.Errorf("PodResizeInProgress %s after the resize", c)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -40,7 +41,34 @@ func podStatus(pod *corev1.Pod, rt *podRuntime, hostIP string, now time.Time) co
 	st.ContainerStatuses = containerStatuses(pod.Spec.Containers, rt, hasInit, now)
 	st.Phase = phaseOf(pod, rt, st.InitContainerStatuses, st.ContainerStatuses)
 	st.Conditions = conditions(pod, &st, now)
+	if resizing(pod, &st) {
+		st.Conditions = append(st.Conditions, corev1.PodCondition{
+			Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, ObservedGeneration: pod.Generation,
+			LastTransitionTime: apiTime(now),
+		})
+		if old := findCondition(pod.Status.Conditions, corev1.PodResizeInProgress); old != nil {
+			st.Conditions[len(st.Conditions)-1].LastTransitionTime = old.LastTransitionTime
+		}
+	}
 	return st
+}
+
+// resizing reports whether a running container of pod shows cpu or memory
+// other than its spec's: the kubelet has admitted the resize the spec asks
+// for and not finished it (PodResizeInProgress). It shows while a sync with
+// SyncDelay is due to act on a resized spec.
+func resizing(pod *corev1.Pod, st *corev1.PodStatus) bool {
+	for _, l := range []struct {
+		spec []corev1.Container
+		st   []corev1.ContainerStatus
+	}{{pod.Spec.InitContainers, st.InitContainerStatuses}, {pod.Spec.Containers, st.ContainerStatuses}} {
+		for i := range l.spec {
+			if r := l.st[i].Resources; r != nil && !apiequality.Semantic.DeepEqual(*r, cpuMemory(l.spec[i].Resources)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func containerStatuses(specs []corev1.Container, rt *podRuntime, hasInit bool, now time.Time) []corev1.ContainerStatus {
@@ -77,6 +105,9 @@ func containerStatus(spec *corev1.Container, c *container, hasInit bool, now tim
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: apiTime(c.cur.startedAt)}}
 		cs.Started = ptr.To(c.started(now))
 		cs.Ready = c.ready(now)
+		applied := *c.cur.resources.DeepCopy()
+		cs.Resources = &applied
+		cs.AllocatedResources = cpuMemory(spec.Resources).Requests
 	case c.reason != "":
 		// The last sync failed: the kubelet shows why, and moves what ran
 		// before into lastState.
@@ -141,6 +172,8 @@ var kubeletConditions = map[corev1.PodConditionType]bool{
 	corev1.PodReady:                  true,
 	corev1.ContainersReady:           true,
 	corev1.PodScheduled:              true,
+	corev1.PodResizeInProgress:       true,
+	corev1.PodResizePending:          true,
 }
 
 // conditions returns the other writers' conditions followed by the

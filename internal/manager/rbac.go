@@ -3,10 +3,11 @@ package manager
 // The permissions the manager needs, generated into config/rbac by
 // controller-gen (make manifests) and used by the Helm chart.
 //
-// Pods: read the managed ones, patch sidecar images and records, and set the
-// SidecarSetUpgradable / SidecarSetDrifted conditions.
+// Pods: read the managed ones, patch sidecar images and records, resize
+// sidecars (pods/resize), and set the SidecarSetUpgradable /
+// SidecarSetDrifted conditions.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods/status;pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sidecarset.dev,resources=sidecarsets,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=sidecarset.dev,resources=sidecarsets/status,verbs=get;patch;update

@@ -19,12 +19,17 @@ import (
 // pods:
 //   - identity, labels (selectors and budgets match them), the generation and
 //     this project's annotations (the per-set records too);
-//   - the containers the records name, with name, image and restart policy,
-//     and their statuses with name, image, imageID, containerID and whether
-//     the container runs or why it waits; the application's containers are
-//     never read from the cache;
+//   - the containers the records name, with name, image, restart policy and
+//     cpu and memory, and their statuses with name, image, imageID,
+//     containerID, the cpu and memory applied, and whether the container runs
+//     or why it waits;
+//   - of the other containers, in a pod with records, the name and the cpu
+//     and memory alone: whether a resize would change the pod's QoS class
+//     is judged over every container;
+//   - pod-level resources, when set, and the QoS class;
 //   - phase, the generation the kubelet observed (completion rests on it),
-//     Ready's status and this project's own pod conditions in full.
+//     Ready's status, the resize conditions and this project's own pod
+//     conditions in full.
 //
 // Everything else is dropped, and what many pods repeat is shared between
 // them: strings (namespace, node, label keys and values, images, image IDs)
@@ -60,12 +65,16 @@ func slimPod(obj any) (any, error) {
 			Containers:     slimContainers(pod.Spec.Containers, keep),
 		},
 		Status: corev1.PodStatus{
+			QOSClass:              corev1.PodQOSClass(intern(string(pod.Status.QOSClass))),
 			ObservedGeneration:    pod.Status.ObservedGeneration,
 			Phase:                 pod.Status.Phase,
 			Conditions:            slimConditions(pod.Status.Conditions),
 			InitContainerStatuses: slimStatuses(pod.Status.InitContainerStatuses, keep),
 			ContainerStatuses:     slimStatuses(pod.Status.ContainerStatuses, keep),
 		},
+	}
+	if r := pod.Spec.Resources; r != nil {
+		slim.Spec.Resources = r.DeepCopy()
 	}
 	return slim, nil
 }
@@ -133,15 +142,54 @@ func internMap(in map[string]string, keep func(string) bool) map[string]string {
 func slimContainers(in []corev1.Container, keep map[string]bool) []corev1.Container {
 	var out []corev1.Container
 	for _, c := range in {
-		if keep != nil && !keep[c.Name] {
-			continue
+		switch {
+		case keep == nil || keep[c.Name]:
+			// RestartPolicy tells a native sidecar from an init container.
+			out = append(out, corev1.Container{
+				Name: intern(c.Name), Image: intern(c.Image), RestartPolicy: c.RestartPolicy,
+				Resources: slimResources(c.Resources),
+			})
+		case len(keep) > 0:
+			out = append(out, corev1.Container{Name: intern(c.Name), Resources: slimResources(c.Resources)})
 		}
-		// RestartPolicy tells a native sidecar from an init container.
-		out = append(out, corev1.Container{
-			Name: intern(c.Name), Image: intern(c.Image), RestartPolicy: c.RestartPolicy,
-		})
 	}
 	return out
+}
+
+// slimResources returns the cpu and memory requests and limits of r, the
+// lists shared between the pods that have the same (podResources).
+func slimResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	var id []byte
+	var out corev1.ResourceRequirements
+	for i, l := range []corev1.ResourceList{r.Requests, r.Limits} {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := l[name]; ok {
+				v := q.String()
+				id = binary.AppendUvarint(id, uint64(i))
+				id = append(id, name...)
+				id = binary.AppendUvarint(id, uint64(len(v)))
+				id = append(id, v...)
+			}
+		}
+	}
+	if len(id) == 0 {
+		return out
+	}
+	return podResources.get(string(id), func(string) corev1.ResourceRequirements {
+		keep := func(l corev1.ResourceList) corev1.ResourceList {
+			var out corev1.ResourceList
+			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if q, ok := l[name]; ok {
+					if out == nil {
+						out = corev1.ResourceList{}
+					}
+					out[name] = q.DeepCopy()
+				}
+			}
+			return out
+		}
+		return corev1.ResourceRequirements{Requests: keep(r.Requests), Limits: keep(r.Limits)}
+	})
 }
 
 func slimStatuses(in []corev1.ContainerStatus, keep map[string]bool) []corev1.ContainerStatus {
@@ -158,13 +206,19 @@ func slimStatuses(in []corev1.ContainerStatus, keep map[string]bool) []corev1.Co
 			// The reason tells a start that failed from one under way.
 			state.Waiting = &corev1.ContainerStateWaiting{Reason: intern(s.State.Waiting.Reason)}
 		}
-		out = append(out, corev1.ContainerStatus{
+		cs := corev1.ContainerStatus{
 			Name:        intern(s.Name),
 			Image:       intern(s.Image),
 			ImageID:     intern(s.ImageID),
 			ContainerID: s.ContainerID,
 			State:       state,
-		})
+		}
+		if s.Resources != nil {
+			// Shared with the pods that run the same: never written.
+			r := slimResources(*s.Resources)
+			cs.Resources = &r
+		}
+		out = append(out, cs)
 	}
 	return out
 }
@@ -178,6 +232,8 @@ func slimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 		switch c.Type {
 		case corev1.PodReady:
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		case corev1.PodResizePending, corev1.PodResizeInProgress:
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: intern(c.Reason), Message: c.Message})
 		case v1alpha1.PodConditionUpgradable, status.PodConditionDrifted:
 			c.Reason = intern(c.Reason)
 			c.Message = intern(c.Message)
@@ -192,6 +248,8 @@ func slimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 var (
 	podStrings = newInterner[string](1 << 13)
 	podMaps    = newInterner[map[string]string](1 << 10)
+	// podResources shares the cpu and memory lists of containers.
+	podResources = newInterner[corev1.ResourceRequirements](1 << 10)
 )
 
 // interner hands out one value for each key it has seen. It forgets them

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
@@ -23,6 +24,17 @@ var (
 	native  = corev1.ContainerRestartPolicyAlways
 	t0      = metav1.Unix(1_700_000_000, 0)
 	running = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t0}}
+	// exporterResources are exporter's in fullPod; slimPod keeps their cpu
+	// and memory (exporterSlim).
+	exporterResources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	exporterSlim = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	mysqlResources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
 	// record names the sidecars exporter and shipper for set a.
 	record = revision.Encode(revision.State{"a": {Revision: "a-1", Hash: "h", ImagelessHash: "i",
 		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:1"}, {Name: "shipper", Init: true, Image: "shipper:1"}}}})
@@ -49,8 +61,8 @@ func fullPod() *corev1.Pod {
 			InitContainers: []corev1.Container{{Name: "shipper", Image: "shipper:1", RestartPolicy: &native,
 				Env: []corev1.EnvVar{{Name: "X", Value: "y"}}}},
 			Containers: []corev1.Container{
-				{Name: "exporter", Image: "exporter:1", Ports: []corev1.ContainerPort{{ContainerPort: 9104}}},
-				{Name: "mysql", Image: "mysql:8", Command: []string{"mysqld"},
+				{Name: "exporter", Image: "exporter:1", Ports: []corev1.ContainerPort{{ContainerPort: 9104}}, Resources: exporterResources},
+				{Name: "mysql", Image: "mysql:8", Command: []string{"mysqld"}, Resources: mysqlResources,
 					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}}},
 			},
 			Volumes:  []corev1.Volume{{Name: "data"}},
@@ -66,6 +78,8 @@ func fullPod() *corev1.Pod {
 			Conditions: []corev1.PodCondition{
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: t0},
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: t0, LastProbeTime: t0, Reason: "r", Message: "m"},
+				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, LastTransitionTime: t0, ObservedGeneration: 3,
+					Reason: corev1.PodReasonDeferred, Message: "Node didn't have enough capacity"},
 				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: t0},
 				{Type: v1alpha1.PodConditionUpgradable, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonUpdateImmutableField,
 					Message: "changed: a", LastTransitionTime: t0, ObservedGeneration: 3},
@@ -75,7 +89,7 @@ func fullPod() *corev1.Pod {
 				ContainerID: "containerd://s", Ready: true, Started: new(true), State: running}},
 			ContainerStatuses: []corev1.ContainerStatus{
 				{Name: "exporter", Image: "exporter:1", ImageID: "sha256:e", ContainerID: "containerd://e", Ready: true,
-					Started: new(true), RestartCount: 2, State: running, LastTerminationState: running,
+					Started: new(true), RestartCount: 2, State: running, LastTerminationState: running, Resources: &exporterResources,
 					AllocatedResources: corev1.ResourceList{}, VolumeMounts: []corev1.VolumeMountStatus{{Name: "v"}}},
 				{Name: "mysql", Image: "mysql:8", ImageID: "sha256:1", ContainerID: "containerd://1", Ready: true, State: running},
 			},
@@ -94,13 +108,19 @@ func slimOf() *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeName:       "n1",
 			InitContainers: []corev1.Container{{Name: "shipper", Image: "shipper:1", RestartPolicy: &native}},
-			Containers:     []corev1.Container{{Name: "exporter", Image: "exporter:1"}},
+			Containers: []corev1.Container{
+				{Name: "exporter", Image: "exporter:1", Resources: exporterSlim},
+				{Name: "mysql", Resources: mysqlResources},
+			},
 		},
 		Status: corev1.PodStatus{
 			Phase:              corev1.PodRunning,
 			ObservedGeneration: 2,
+			QOSClass:           corev1.PodQOSBurstable,
 			Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
+					Message: "Node didn't have enough capacity"},
 				{Type: v1alpha1.PodConditionUpgradable, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonUpdateImmutableField,
 					Message: "changed: a", LastTransitionTime: t0, ObservedGeneration: 3},
 				{Type: status.PodConditionDrifted, Status: corev1.ConditionFalse, Reason: status.ReasonAsWritten, LastTransitionTime: t0},
@@ -108,7 +128,7 @@ func slimOf() *corev1.Pod {
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "shipper", Image: "shipper:1", ImageID: "sha256:s",
 				ContainerID: "containerd://s", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "exporter", Image: "exporter:1", ImageID: "sha256:e",
-				ContainerID: "containerd://e", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+				ContainerID: "containerd://e", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, Resources: &exporterSlim}},
 		},
 	}
 }
@@ -120,12 +140,14 @@ func TestSlimPod(t *testing.T) {
 		edit, want func(*corev1.Pod)
 	}{{
 		// Dropped: managed fields, owners, finalizers, foreign annotations,
-		// volumes, hostname, the app container and its status, every
-		// container field but name, image and restart policy, every status
-		// field but name, image, imageID, containerID and state, a running
-		// state's start, the pod's IPs, start time, QoS class, the
-		// conditions other than Ready and this project's, and Ready's
-		// times, reason and message.
+		// volumes, hostname, the app container's status and all of it but
+		// its name and cpu and memory, every sidecar field but name, image,
+		// restart policy and cpu and memory, every status field but name,
+		// image, imageID, containerID, state and the cpu and memory
+		// applied, a running state's start, the pod's IPs, start time, the
+		// conditions other than Ready, the resize ones and this project's,
+		// and the times of all but this project's, Ready's reason and
+		// message.
 		name: "a managed pod",
 	}, {
 		name: "a waiting container keeps its reason only",
@@ -157,7 +179,7 @@ func TestSlimPod(t *testing.T) {
 		},
 		want: func(p *corev1.Pod) {
 			p.Annotations[revision.PerSetKey("b")] = `{"revision":"b-1","hash":"h","imagelessHash":"i","containers":[{"name":"mysql","image":"mysql:8"}]}`
-			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "mysql", Image: "mysql:8"})
+			p.Spec.Containers[1] = corev1.Container{Name: "mysql", Image: "mysql:8", Resources: mysqlResources}
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "mysql", Image: "mysql:8",
 				ImageID: "sha256:1", ContainerID: "containerd://1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 		},
@@ -166,7 +188,7 @@ func TestSlimPod(t *testing.T) {
 		edit: func(p *corev1.Pod) { p.Annotations[v1alpha1.AnnotationState] = "{" },
 		want: func(p *corev1.Pod) {
 			p.Annotations[v1alpha1.AnnotationState] = "{"
-			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "mysql", Image: "mysql:8"})
+			p.Spec.Containers[1] = corev1.Container{Name: "mysql", Image: "mysql:8", Resources: mysqlResources}
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "mysql", Image: "mysql:8",
 				ImageID: "sha256:1", ContainerID: "containerd://1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 		},
