@@ -52,7 +52,8 @@ const (
 	// pod's sidecars can be updated in place.
 	PodConditionUpgradable corev1.PodConditionType = "SidecarSetUpgradable"
 	// ReasonUpdateImmutableField is the reason of SidecarSetUpgradable=False:
-	// something other than an image changed, which needs a new pod.
+	// something changed that a running pod cannot take (beyond images and
+	// the cpu and memory the apiserver resizes), which needs a new pod.
 	ReasonUpdateImmutableField = "UpdateImmutableField"
 )
 

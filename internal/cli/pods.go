@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
+	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
@@ -42,10 +44,12 @@ in order) the image in the pod spec (DECLARED), the image and image ID the
 kubelet reports running; whether the pod is Ready with every sidecar running
 what was written; and its STATE, judged as the controller judges it:
 
-  updating        an in-place image update was written and the kubelet has not
-                  finished it yet
-  not-upgradable  something other than an image changed since the pod was
-                  injected: it needs a recreate
+  updating        an in-place update (image, or cpu and memory) was written and
+                  the kubelet has not finished it yet
+  not-upgradable  something changed since the pod was injected that a running
+                  pod cannot take (beyond images, and cpu and memory the
+                  apiserver resizes), or the kubelet holds a resize: it needs a
+                  recreate
   drifted         a sidecar image in the pod spec was changed by hand
   updated         on the latest revision
   old             on an older revision, waiting for its turn (partition,
@@ -146,7 +150,10 @@ func setPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, nam
 	if err := c.List(ctx, &list, listOpts...); err != nil {
 		return nil, fmt.Errorf("list pods labelled %s=true: %w", v1alpha1.LabelManaged, err)
 	}
-	latest := rollout.NewLatest(set)
+	latest, err := latestOf(ctx, c, set, managerNamespace)
+	if err != nil {
+		return nil, err
+	}
 	namespaces := namespaceCache{c: c}
 	var out []setPod
 	for i := range list.Items {
@@ -192,6 +199,20 @@ func (n *namespaceCache) get(ctx context.Context, name string) (*corev1.Namespac
 	}
 	n.seen[name] = ns
 	return ns, nil
+}
+
+// latestOf returns set's latest revision as the controller judges pods
+// against it: with the revisions of its history whose pods reach it in
+// place by a resize, read from the manager's namespace.
+func latestOf(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, managerNamespace string) (rollout.Latest, error) {
+	var list appsv1.ControllerRevisionList
+	if err := c.List(ctx, &list, client.InNamespace(managerNamespace),
+		client.MatchingLabels{v1alpha1.LabelSidecarSet: set.Name}); err != nil {
+		return rollout.Latest{}, fmt.Errorf("list revisions of %s in %s (see --manager-namespace): %w", set.Name, managerNamespace, err)
+	}
+	latest := rollout.NewLatest(set)
+	latest.ResizableFrom = revision.ResizableFrom(&set.Spec, list.Items)
+	return latest, nil
 }
 
 // podState names a pod's state. The order says which wins when several

@@ -785,7 +785,7 @@ func restart(ctx context.Context, c client.Client, out io.Writer, set *v1alpha1.
 			return restarted{}, fmt.Errorf("%s: restarted, rollout not followed to its end: %w", w, err)
 		}
 	}
-	return restarted{restarted: true}, reportPods(ctx, c, out, set, w, selector, opts.Which)
+	return restarted{restarted: true}, reportPods(ctx, c, out, set, w, selector, opts)
 }
 
 // cannotRestart says why a restart annotation would not roll obj's pods.
@@ -1082,12 +1082,16 @@ func ptrOr(p *int32, def int32) int32 {
 // about those still lacking the set's record, and, when not-upgradable pods
 // were recreated, those still not upgradable to the latest revision: the
 // webhook is not injecting them, or injects something else.
-func reportPods(ctx context.Context, c client.Reader, out io.Writer, set *v1alpha1.SidecarSet, w owner, selector labels.Selector, which Which) error {
+func reportPods(ctx context.Context, c client.Reader, out io.Writer, set *v1alpha1.SidecarSet, w owner, selector labels.Selector, opts RestartOptions) error {
+	which := opts.Which
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(w.namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return fmt.Errorf("list pods of %s: %w", w, err)
 	}
-	latest := rollout.NewLatest(set)
+	latest, err := latestOf(ctx, c, set, opts.ManagerNamespace)
+	if err != nil {
+		return err
+	}
 	var without, stuck []string
 	n := 0
 	for i := range pods.Items {
@@ -1121,7 +1125,7 @@ func reportPods(ctx context.Context, c client.Reader, out io.Writer, set *v1alph
 		_, err := fmt.Fprintf(out, "%s: all %d pods carry SidecarSet %s, upgradable in place to revision %s\n", w, n, set.Name, latest.Name)
 		return err
 	}
-	_, err := fmt.Fprintf(out, "%s: all %d pods carry SidecarSet %s\n", w, n, set.Name)
+	_, err = fmt.Fprintf(out, "%s: all %d pods carry SidecarSet %s\n", w, n, set.Name)
 	return err
 }
 

@@ -75,7 +75,7 @@ func (r *Reconciler) markPods(ctx context.Context, set *v1alpha1.SidecarSet, pod
 	}
 	if len(newlyStuck) > 0 {
 		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, ReasonNotUpgradable, "Classify",
-			"%d pod(s) cannot take this revision in place (something other than an image changed) and need a recreate: %s",
+			"%d pod(s) cannot take this revision in place (it changes more than images and resizable cpu and memory, or the kubelet holds a resize) and need a recreate: %s",
 			len(newlyStuck), podList(newlyStuck))
 	}
 	if len(newlyDrifted) > 0 {

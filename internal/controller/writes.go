@@ -129,28 +129,47 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // writePod patches the images of u's containers and the set's record in one
 // request. The patch carries the pod's resourceVersion: if the cache was
 // stale the apiserver refuses it, so a pod is never written twice from one
-// stale view. A resize goes before, through the pods/resize subresource
-// (the only way to change a running pod's resources, and one that drops
-// everything else), with the same precondition; the second patch then
-// carries the resourceVersion the resize made.
+// stale view. A resize follows, through the pods/resize subresource (the
+// only way to change a running pod's resources, and one that takes nothing
+// else), computed from the pod the first patch returned: the record that
+// decided it is in, so it goes without a precondition, which the kubelet's
+// status writes in between would fail. A resize that fails then is told on
+// the pod, and the record, which landed, has the next plan write it again
+// (rollout.ActionResize); one written alone is computed from the cache,
+// and carries the cached resourceVersion.
 func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
-	if len(u.Resize) > 0 {
-		resized := rollout.Resize(cached, u)
-		patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
-		if err := r.Client.SubResource("resize").Patch(ctx, resized, patch); err != nil {
-			return fmt.Errorf("resize sidecars of %s: %w", klog.KObj(cached), err)
+	pod := cached
+	if u.Action != rollout.ActionResize {
+		written, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
+		if err != nil {
+			return err
 		}
-		cached = resized
+		patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
+		if err := r.Client.Patch(ctx, written, patch); err != nil {
+			return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
+		}
+		pod = written
+		r.expect(set.Name, pod)
 	}
-	pod, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
-	if err != nil {
-		return err
+	if len(u.Resize) == 0 {
+		return nil
 	}
-	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Patch(ctx, pod, patch); err != nil {
-		return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(pod), err)
+	resized := rollout.Resize(pod, u)
+	var opts []client.MergeFromOption
+	if u.Action == rollout.ActionResize {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
-	r.expect(set.Name, pod)
+	if err := r.Client.SubResource("resize").Patch(ctx, resized, client.StrategicMergeFrom(pod, opts...)); err != nil {
+		err = fmt.Errorf("resize sidecars of %s: %w", klog.KObj(cached), err)
+		if u.Action == rollout.ActionResize {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Error(err, "resize after the record landed; the next reconcile writes it again", "pod", klog.KObj(cached))
+		r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Resize",
+			"resize sidecars of %s: %v", set.Name, err)
+		return nil
+	}
+	r.expect(set.Name, resized)
 	return nil
 }
 

@@ -62,8 +62,12 @@ type Pod struct {
 	// NotUpgradable says why a pod is not Upgradable.
 	NotUpgradable string
 	// Resize lists the resizes an update of the pod to the latest revision
-	// writes, before its images and record.
+	// writes, after its images and record.
 	Resize []ContainerResources
+	// ResizeOwed lists the resizes a pod on the latest revision still
+	// lacks: its record says they were written, and they did not land
+	// (ActionResize).
+	ResizeOwed []ContainerResources
 	// Drifted names, in record order, the containers whose pod spec image
 	// differs from the one recorded as last written: someone edited them.
 	Drifted []string
@@ -157,6 +161,9 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	complete, wrote := true, false
 	// held: why the kubelet holds a resize written into the pod.
 	held := ""
+	if p.Updated {
+		p.ResizeOwed = owedResizes(pod, rec, latest)
+	}
 	write := rec.Write
 	if write != nil && pod.Generation < write.Generation {
 		// The apiserver moves the generation only when the spec changed;
@@ -191,7 +198,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		c.Unresized = c.Running && st.Resources != nil && !runsResources(spec.Resources, st)
 		if c.Runs {
 			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
-			if rc.Resized && c.Complete && !ResizeComplete(pod, spec, st, write) {
+			if rc.Resized && c.Complete && (!ResizeComplete(pod, spec, st, write) || p.owes(rc.Name)) {
 				c.Complete = false
 				if why, ok := resizeRefused(pod); ok {
 					c.ResizeHeld = true
@@ -270,6 +277,16 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	}
 	p.Back = p.Back || (rec.Write == nil && wrote && complete)
 	return p
+}
+
+// owes reports whether the resize of the named sidecar is owed.
+func (p Pod) owes(name string) bool {
+	for _, r := range p.ResizeOwed {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // written reports whether the controller wrote rc in place: its record

@@ -28,13 +28,16 @@ import (
 //	cached record R2, status newer            → cached, caught up
 //	cached record R2, another set's record new → cached, caught up
 //	cached record R1, generation above the written one's → cached, caught up
+//	cached record R2, the resize after it not seen yet   → written, not caught up
 func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 	if cached.UID != written.UID {
 		// Another pod of the same name: the written one is gone.
 		return cached, true
 	}
-	if cached.Generation > written.Generation || recordOf(cached, setName) == recordOf(written, setName) {
-		// A newer spec than the one written is a later version too.
+	if cached.Generation > written.Generation ||
+		(cached.Generation == written.Generation && recordOf(cached, setName) == recordOf(written, setName)) {
+		// A newer spec than the one written is a later version too. The
+		// record alone does not tell a resize written after it.
 		return cached, true
 	}
 	return written, false

@@ -32,6 +32,11 @@ func TestFresher(t *testing.T) {
 		{"caught up, status newer", pod("a", revision.State{setName: r2}, corev1.PodSucceeded), true},
 		{"caught up, another set's record new", pod("a", revision.State{setName: r2, "other": other}, corev1.PodRunning), true},
 		{"another pod of the same name", pod("b", revision.State{setName: r1}, corev1.PodRunning), true},
+		{"the record seen, the resize written after it not yet", func() *corev1.Pod {
+			p := pod("a", revision.State{setName: r2}, corev1.PodRunning)
+			p.Generation = written.Generation - 1
+			return p
+		}(), false},
 		{"a newer spec", func() *corev1.Pod {
 			p := pod("a", revision.State{setName: r1}, corev1.PodRunning)
 			p.Generation = written.Generation + 1

@@ -100,6 +100,10 @@ const (
 	// ActionSettle writes only the record of a pod the rollout disrupted
 	// and that is back (Pod.Back): it is no longer counted as disrupted.
 	ActionSettle Action = "Settle"
+	// ActionResize writes only the resize a pod on the latest revision
+	// lacks (Pod.ResizeOwed): its record landed, the resize after it did
+	// not. The record already counts the pod, so it takes nothing more.
+	ActionResize Action = "Resize"
 	// ActionRecordDisruption writes only the record of a pod written while
 	// not ready that is ready now, the write still to come
 	// (Pod.Disrupting): the write is recorded as a disruption, so the pod
@@ -119,7 +123,7 @@ func (u PodUpdate) RecordOnly() bool {
 // pod back. Record-only writes keep the time of the write they describe.
 // u is not modified.
 func (u PodUpdate) Stamped(at time.Time) PodUpdate {
-	if !u.writesSpec() || u.State.Write == nil {
+	if !u.writesSpec() || u.State.Write == nil || u.Action == ActionResize {
 		return u
 	}
 	w := *u.State.Write
@@ -132,7 +136,8 @@ func (u PodUpdate) Stamped(at time.Time) PodUpdate {
 // PodUpdate is one pod write: the images of some sidecars and this set's
 // entry of the pod's state annotation, which must go together in one patch
 // so the record never disagrees with the spec; before them, when Resize
-// lists any, the sidecars' resources through pods/resize (see resize.go).
+// lists any, the sidecars' resources through pods/resize, after them (see
+// resize.go).
 type PodUpdate struct {
 	Pod    types.NamespacedName
 	Action Action
@@ -145,7 +150,8 @@ type PodUpdate struct {
 	// record changes (the spec already carries the images, put there by a
 	// hand edit).
 	Containers []ContainerImage
-	// Resize are the sidecars whose cpu or memory changes, written first.
+	// Resize are the sidecars whose cpu or memory changes, written after
+	// the images and the record (ActionResize: alone).
 	Resize []ContainerResources
 	// State replaces the set's entry of sidecarset.dev/state; entries of
 	// other SidecarSets stay.
@@ -481,11 +487,12 @@ func Next(in Input) (Plan, error) {
 	return plan, nil
 }
 
-// settle appends to updates a settle of every pod that is Back, and a
-// record of the disruption of every pod written while not ready that the
-// write is about to disrupt, when updates do not write them. This is
-// bookkeeping, not a rollout step: it is done paused or not, and whatever
-// holds the pod's next update.
+// settle appends to updates a settle of every pod that is Back, a record
+// of the disruption of every pod written while not ready that the write is
+// about to disrupt, and the resize a pod's record says was written and that
+// did not land, when updates do not write them. This finishes what was
+// decided and counted, not a rollout step: it is done paused or not, and
+// whatever holds the pod's next update.
 func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
@@ -494,6 +501,8 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
+		case len(p.ResizeOwed) > 0:
+			updates = append(updates, PodUpdate{Pod: p.Key, Action: ActionResize, Resize: p.ResizeOwed, State: p.Record})
 		case p.Back:
 			updates = append(updates, settleOf(p))
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:

@@ -12,13 +12,16 @@ import (
 
 // In-place resize. A revision that differs from a pod's only in images and
 // in the cpu and memory of sidecars whose resources the set declares
-// (revision.ResizableFrom) reaches a running pod in two writes: the
-// resources through the pods/resize subresource, which takes nothing but
-// containers' resources, then the images and the record, as for an image
-// update. The resize goes first: should the second write not follow (a
-// conflict, a crash), the pod still records its old revision and its spec
-// already holds the new resources, so the next plan writes the images and
-// the record alone, and waits for the kubelet to resize all the same.
+// (revision.ResizableFrom) reaches a running pod in two writes: the images
+// and the record, as for an image update, with the optimistic lock; then
+// the resources through the pods/resize subresource, which takes nothing
+// but containers' resources. The record goes first, so the pod counts
+// against maxUnavailable and its budgets before anything in it changes.
+// Should the resize not follow (refused, a conflict, a crash), the record
+// says which sidecars were resized (ContainerState.Resized) while their
+// spec still shows other resources: the next plan writes the resize alone
+// (ActionResize), and the write is not complete until the kubelet shows it
+// applied.
 
 // ContainerResources is what a resize writes into one sidecar.
 type ContainerResources struct {
@@ -200,6 +203,27 @@ func resizeRefused(pod *corev1.Pod) (string, bool) {
 		msg += ": " + c.Message
 	}
 	return msg, true
+}
+
+// owedResizes returns the resizes a pod on the latest revision still lacks:
+// its record says they were written (Resized) and its spec shows other
+// cpu or memory than the latest revision declares.
+func owedResizes(pod *corev1.Pod, rec revision.SetState, latest Latest) []ContainerResources {
+	var out []ContainerResources
+	for _, rc := range rec.Containers {
+		declared, ok := latest.Resources[rc.Name]
+		if !rc.Resized || !ok {
+			continue
+		}
+		spec, init, found := specContainer(pod, rc.Name)
+		if !found {
+			continue
+		}
+		if target, refused := resizeTarget(spec.Resources, declared); refused == "" && !sameCPUMemory(target, spec.Resources) {
+			out = append(out, ContainerResources{Name: rc.Name, Init: init, Resources: target})
+		}
+	}
+	return out
 }
 
 // Resize returns a copy of pod with u's resizes written into it, for the

@@ -170,10 +170,10 @@ func TestResizeUpdate(t *testing.T) {
 	if rc, _ := u.State.Container("exporter"); !rc.Resized {
 		t.Errorf("exporter's record %+v does not say it was resized", rc)
 	}
-	// What the controller writes: the resize, then images and record.
+	// What the controller writes: images and record, then the resize.
+	applyUpdate(pod, u)
 	*pod = *Resize(pod, u)
 	pod.Generation++
-	applyUpdate(pod, u)
 	if got := pod.Spec.Containers[1].Resources.Requests.Cpu().String(); got != "500m" {
 		t.Fatalf("exporter requests cpu %s after the resize, want 500m", got)
 	}
@@ -218,27 +218,36 @@ func TestResizeUpdate(t *testing.T) {
 	}
 }
 
-// TestResizeAfterLostImageWrite: the resize landed, the write of images
-// and record did not. The next plan writes them alone and still waits for
-// the kubelet to resize.
-func TestResizeAfterLostImageWrite(t *testing.T) {
+// TestResizeAfterLostResize: the images and record landed, the resize
+// after them did not. The pod is not complete while its spec lacks the
+// resources; the next plan writes the resize alone, paused or not, and
+// nothing else.
+func TestResizeAfterLostResize(t *testing.T) {
 	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
 	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
 	latest := resizableLatest(v2, v1)
 	pod := guaranteedPod("p01", v1)
 	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-	*pod = *Resize(pod, first.Updates[0])
-	pod.Generation++
+	applyUpdate(pod, first.Updates[0])
+	swap(pod)
+	kubeletResizes(pod)
 
-	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	p := Classify(pod, record(pod), latest)
+	if p.Ready || !p.Updating {
+		t.Errorf("%+v: complete without the resize", p)
+	}
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}})
 	if len(plan.Updates) != 1 {
 		t.Fatalf("Updates = %+v, want one", plan.Updates)
 	}
 	u := plan.Updates[0]
-	if len(u.Resize) != 0 || len(u.Containers) != 1 {
-		t.Errorf("update = %+v, want the image alone: the spec has the resources", u)
+	if u.Action != ActionResize || len(u.Containers) != 0 || !cmp.Equal(u.Resize, first.Updates[0].Resize) || u.Disrupts {
+		t.Errorf("update = %+v, want the resize alone, taking nothing", u)
 	}
-	if rc, _ := u.State.Container("exporter"); !rc.Resized {
-		t.Errorf("record %+v does not wait for the kubelet to resize", rc)
+	*pod = *Resize(pod, u)
+	pod.Generation++
+	kubeletResizes(pod)
+	if p := Classify(pod, record(pod), latest); !p.Ready || !p.Back {
+		t.Errorf("%+v: not back once resized", p)
 	}
 }
