@@ -64,6 +64,10 @@ type Pod struct {
 	// Resize lists the resizes an update of the pod to the latest revision
 	// writes, after its images and record.
 	Resize []ContainerResources
+	// ResizeCondition is the kubelet's word on a resize of the pod, when it
+	// gave one with a reason (PodResizePending, or PodResizeInProgress
+	// with Error): "TYPE REASON: message".
+	ResizeCondition string
 	// ResizeOwed lists the resizes a pod on the latest revision still
 	// lacks: its record says they were written, and they did not land
 	// (ActionResize).
@@ -163,6 +167,12 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	held := ""
 	if p.Updated {
 		p.ResizeOwed = owedResizes(pod, rec, latest)
+	}
+	if c, ok := resizeCondition(pod); ok && c.Reason != "" {
+		p.ResizeCondition = fmt.Sprintf("%s %s", c.Type, c.Reason)
+		if c.Message != "" {
+			p.ResizeCondition += ": " + c.Message
+		}
 	}
 	write := rec.Write
 	if write != nil && pod.Generation < write.Generation {

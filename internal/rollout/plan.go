@@ -430,8 +430,11 @@ func Next(in Input) (Plan, error) {
 			// running and ready, and be judged done just before the kubelet
 			// replaces it. A write whose container does not run (a pull that
 			// fails, a crash loop) is written over at once: an undo.
-			plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight, fmt.Sprintf(
-				"the kubelet has not finished the last write of %s yet", c)})
+			msg := fmt.Sprintf("the kubelet has not finished the last write of %s yet", c)
+			if w.pod.ResizeCondition != "" {
+				msg += " (" + w.pod.ResizeCondition + ")"
+			}
+			plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight, msg})
 			continue
 		}
 		if c, ok := w.pod.unacted(); ok {

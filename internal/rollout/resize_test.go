@@ -189,6 +189,15 @@ func TestResizeUpdate(t *testing.T) {
 	if p := Classify(pod, record(pod), latest); !p.Updating {
 		t.Errorf("complete while the status shows the old resources")
 	}
+	// The kubelet failed the resize, and retries: the pod waits, saying why.
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, Reason: corev1.PodReasonError, Message: "cannot decrease memory limits"})
+	v3 := resizableLatest(sizedSet("exporter:v3", v2.Spec.Containers[0].Resources), v2)
+	held, _ := Next(Input{Latest: v3, Pods: []Pod{Classify(pod, record(pod), v3)}})
+	if len(held.Held) != 1 || !strings.Contains(held.Held[0].Message, "PodResizeInProgress Error: cannot decrease memory limits") {
+		t.Errorf("Held = %+v, want the pod held in flight, saying the kubelet's error", held.Held)
+	}
+	pod.Status.Conditions = pod.Status.Conditions[:1]
 	// The kubelet holds the resize.
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
 		Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible, Message: "Node didn't have enough capacity"})

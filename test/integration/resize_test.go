@@ -41,7 +41,9 @@ func resizing(pods []corev1.Pod) int {
 // pods in place, through pods/resize, one pod at a time under
 // maxUnavailable 1, without restarting the sidecar or the app; the status
 // the kubelet reports shows the new resources. A change of image and
-// resources together goes in place too, restarting the sidecar once. A
+// resources together goes in place too, restarting the sidecar once (more
+// memory: a real kubelet refuses to lower a memory limit until it has the
+// usage of the container the image change started, and retries). A
 // change the apiserver would refuse in a running pod (a limit removed)
 // counts the pods not upgradable, and nothing is written.
 func TestResize(t *testing.T) {
@@ -77,7 +79,7 @@ func TestResize(t *testing.T) {
 
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Image = "exporter:v2"
-		s.Spec.Containers[0].Resources = limits("100m", "48Mi")
+		s.Spec.Containers[0].Resources = limits("100m", "96Mi")
 	})
 	f.WaitStatus("complete on the new image and resources", func(s v1alpha1.SidecarSetStatus) bool {
 		return fixture.Complete(pods)(s) && fixture.CountImage(f.Pods(), "exporter:v2") == pods
@@ -88,8 +90,8 @@ func TestResize(t *testing.T) {
 		}
 	}
 	for _, p := range f.Pods() {
-		if got := fixture.ContainerStatus(&p, "exporter").Resources; got == nil || got.Limits.Memory().String() != "48Mi" {
-			t.Errorf("pod %s: exporter status resources %v, want 48Mi applied", p.Name, got)
+		if got := fixture.ContainerStatus(&p, "exporter").Resources; got == nil || got.Limits.Memory().String() != "96Mi" {
+			t.Errorf("pod %s: exporter status resources %v, want 96Mi applied", p.Name, got)
 		}
 	}
 	f.AssertAppsUntouched(apps)
@@ -101,7 +103,7 @@ func TestResize(t *testing.T) {
 		return s.ObservedGeneration == f.Gen && s.NotUpgradablePods == pods
 	})
 	for _, p := range f.Pods() {
-		if got := fixture.ContainerStatus(&p, "exporter").Resources; got == nil || got.Limits.Memory().String() != "48Mi" {
+		if got := fixture.ContainerStatus(&p, "exporter").Resources; got == nil || got.Limits.Memory().String() != "96Mi" {
 			t.Errorf("pod %s: exporter resources %v changed by a refused resize", p.Name, got)
 		}
 		cond := fixture.PodCondition(&p, "SidecarSetUpgradable")
