@@ -129,17 +129,42 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // writePod patches the images of u's containers and the set's record in one
 // request. The patch carries the pod's resourceVersion: if the cache was
 // stale the apiserver refuses it, so a pod is never written twice from one
-// stale view. A resize follows, through the pods/resize subresource (the
-// only way to change a running pod's resources, and one that takes nothing
-// else), computed from the pod the first patch returned: the record that
-// decided it is in, so it goes without a precondition, which the kubelet's
-// status writes in between would fail. A resize that fails then is told on
-// the pod, and the record, which landed, has the next plan write it again
-// (rollout.ActionResize); one written alone is computed from the cache,
-// and carries the cached resourceVersion.
+// stale view.
+//
+// A resize follows, through the pods/resize subresource (the only way to
+// change a running pod's resources, and one that takes nothing else). It
+// is tried first as a dry run, so that a resize the apiserver refuses (the
+// node's allocatable, a quota, a LimitRange) writes no record that would
+// promise it. The resize itself is the diff of the cached pod's cpu and
+// memory alone, so it never touches another resource, and goes without a
+// precondition after the record, which the kubelet's status writes in
+// between would fail: the record that decided it is in. A resize that
+// fails then is told on the pod, and the record, which landed, has a later
+// plan write it again (rollout.ActionResize); one written alone carries the
+// cached resourceVersion, after the record when the plan counts it as a
+// new disruption.
 func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
-	pod := cached
-	if u.Action != rollout.ActionResize {
+	resized := rollout.Resize(cached, u)
+	resize := func(opts ...client.SubResourcePatchOption) error {
+		patch := client.StrategicMergeFrom(cached)
+		if u.Action == rollout.ActionResize && !u.WritesRecord() {
+			patch = client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
+		}
+		out := resized.DeepCopy()
+		if err := r.Client.SubResource("resize").Patch(ctx, out, patch, opts...); err != nil {
+			return fmt.Errorf("resize sidecars of %s: %w", klog.KObj(cached), err)
+		}
+		if len(opts) == 0 {
+			r.expect(set.Name, out)
+		}
+		return nil
+	}
+	if len(u.Resize) > 0 && u.WritesRecord() {
+		if err := resize(client.DryRunAll); err != nil {
+			return err
+		}
+	}
+	if u.WritesRecord() {
 		written, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
 		if err != nil {
 			return err
@@ -148,28 +173,19 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 		if err := r.Client.Patch(ctx, written, patch); err != nil {
 			return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
 		}
-		pod = written
-		r.expect(set.Name, pod)
+		r.expect(set.Name, written)
 	}
 	if len(u.Resize) == 0 {
 		return nil
 	}
-	resized := rollout.Resize(pod, u)
-	var opts []client.MergeFromOption
-	if u.Action == rollout.ActionResize {
-		opts = append(opts, client.MergeFromWithOptimisticLock{})
-	}
-	if err := r.Client.SubResource("resize").Patch(ctx, resized, client.StrategicMergeFrom(pod, opts...)); err != nil {
-		err = fmt.Errorf("resize sidecars of %s: %w", klog.KObj(cached), err)
-		if u.Action == rollout.ActionResize {
+	if err := resize(); err != nil {
+		if !u.WritesRecord() {
 			return err
 		}
-		ctrl.LoggerFrom(ctx).Error(err, "resize after the record landed; the next reconcile writes it again", "pod", klog.KObj(cached))
-		r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Resize",
+		ctrl.LoggerFrom(ctx).Error(err, "resize after the record landed; a later reconcile writes it again", "pod", klog.KObj(cached))
+		r.Recorder.Eventf(cached, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Resize",
 			"resize sidecars of %s: %v", set.Name, err)
-		return nil
 	}
-	r.expect(set.Name, resized)
 	return nil
 }
 

@@ -319,6 +319,11 @@ type ContainerState struct {
 	// the kubelet shows the pod spec's resources applied
 	// (rollout.ResizeComplete).
 	Resized bool `json:"resized,omitempty"`
+	// Resources are the cpu and memory the last write resized the
+	// container to, while Resized. The resize goes in a write of its own,
+	// after the record: a pod spec that shows other values has yet to get
+	// it (rollout.ActionResize).
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // Container returns the recorded container named name.

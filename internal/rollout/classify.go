@@ -68,9 +68,8 @@ type Pod struct {
 	// gave one with a reason (PodResizePending, or PodResizeInProgress
 	// with Error): "TYPE REASON: message".
 	ResizeCondition string
-	// ResizeOwed lists the resizes a pod on the latest revision still
-	// lacks: its record says they were written, and they did not land
-	// (ActionResize).
+	// ResizeOwed lists the resizes the pod still lacks: its record says
+	// they were written, and they did not land (ActionResize).
 	ResizeOwed []ContainerResources
 	// Drifted names, in record order, the containers whose pod spec image
 	// differs from the one recorded as last written: someone edited them.
@@ -139,8 +138,16 @@ type Container struct {
 	// spec's: the kubelet has a resize to do. False when the status shows
 	// no resources (a node that does not resize).
 	Unresized bool
+	// Resources are the container's cpu and memory in the pod spec, when
+	// Unresized.
+	Resources *corev1.ResourceRequirements
+	// ResizeOwed: the write in flight is done but for its resize, which
+	// did not land (Pod.ResizeOwed): the kubelet has nothing to do for it
+	// until ActionResize writes it.
+	ResizeOwed bool
 	// ResizeHeld: the write in flight is done but for a resize the kubelet
-	// holds (PodResizePending). The container runs what it ran; another
+	// holds (PodResizePending) or failed (PodResizeInProgress with Error). The
+	// container runs what it ran; another
 	// write may go over it.
 	ResizeHeld bool
 }
@@ -165,9 +172,10 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	complete, wrote := true, false
 	// held: why the kubelet holds a resize written into the pod.
 	held := ""
-	if p.Updated {
-		p.ResizeOwed = owedResizes(pod, rec, latest)
-	}
+	// onlyOwed: every running sidecar is complete but for a resize still
+	// to write (ActionResize).
+	onlyOwed := true
+	p.ResizeOwed = owedResizes(pod, rec)
 	if c, ok := resizeCondition(pod); ok && c.Reason != "" {
 		p.ResizeCondition = fmt.Sprintf("%s %s", c.Type, c.Reason)
 		if c.Message != "" {
@@ -205,14 +213,21 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 		drifted := !SameImage(rc.Image, c.Image)
 		c.Unacted = c.Runs && drifted && (c.Running && !runsImage(st, spec.Image) || !c.Running && !startFailed(st))
-		c.Unresized = c.Running && st.Resources != nil && !runsResources(spec.Resources, st)
+		if c.Unresized = c.Running && st.Resources != nil && !runsResources(spec.Resources, st); c.Unresized {
+			c.Resources = cpuMemoryOf(spec.Resources)
+		}
 		if c.Runs {
 			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
 			if rc.Resized && c.Complete && (!ResizeComplete(pod, spec, st, write) || p.owes(rc.Name)) {
 				c.Complete = false
+				c.ResizeOwed = p.owes(rc.Name)
 				if why, ok := resizeRefused(pod); ok {
 					c.ResizeHeld = true
 					held = fmt.Sprintf("%s of %s", why, c.Name)
+				} else if cond, ok := resizeCondition(pod); ok && cond.Reason == corev1.PodReasonError {
+					// The kubelet failed it and retries (a memory limit
+					// below what the sidecar uses): a write may go over it.
+					c.ResizeHeld = true
 				}
 			}
 			if drifted {
@@ -229,6 +244,9 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			}
 			if !c.Complete {
 				complete = false
+				if !c.ResizeOwed {
+					onlyOwed = false
+				}
 				if written(rc) && !drifted {
 					c.InFlight, p.Updating, wrote = true, true, true
 				}
@@ -276,7 +294,10 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		// old instance.
 		p.Disrupting = p.Updating && (p.PodReady || p.runningInFlightAny())
 	case rec.Write.WasReady:
-		p.Disrupting = !p.Ready
+		// A ready pod whose write lacks only its resize runs, ready, what
+		// it ran: the resize still to write is a disruption of its own,
+		// which ActionResize takes as a new write does.
+		p.Disrupting = !p.Ready && !(p.PodReady && onlyOwed && len(p.ResizeOwed) > 0)
 		p.Back = p.Ready
 	default:
 		p.Back = complete

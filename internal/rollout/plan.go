@@ -100,9 +100,10 @@ const (
 	// ActionSettle writes only the record of a pod the rollout disrupted
 	// and that is back (Pod.Back): it is no longer counted as disrupted.
 	ActionSettle Action = "Settle"
-	// ActionResize writes only the resize a pod on the latest revision
-	// lacks (Pod.ResizeOwed): its record landed, the resize after it did
-	// not. The record already counts the pod, so it takes nothing more.
+	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed):
+	// its record landed, the resize after it did not. A pod the record
+	// counts as disrupted takes nothing more; one written while not ready
+	// and ready now takes maxUnavailable and its budgets as any write.
 	ActionResize Action = "Resize"
 	// ActionRecordDisruption writes only the record of a pod written while
 	// not ready that is ready now, the write still to come
@@ -151,8 +152,13 @@ type PodUpdate struct {
 	// hand edit).
 	Containers []ContainerImage
 	// Resize are the sidecars whose cpu or memory changes, written after
-	// the images and the record (ActionResize: alone).
+	// the images and the record (ActionResize: alone, or after the record
+	// when WithRecord).
 	Resize []ContainerResources
+	// WithRecord: an ActionResize writes the record first, which then
+	// counts the pod as disrupted (a resize into a pod the record does not
+	// count yet).
+	WithRecord bool
 	// State replaces the set's entry of sidecarset.dev/state; entries of
 	// other SidecarSets stay.
 	State revision.SetState
@@ -377,6 +383,11 @@ func Next(in Input) (Plan, error) {
 			}
 		}
 	}
+	for _, p := range pods {
+		if len(p.ResizeOwed) > 0 && !isDue[p.Key] && !slices.ContainsFunc(work, func(w item) bool { return w.pod.Key == p.Key }) {
+			work = append(work, item{p, ActionResize})
+		}
+	}
 	inWork := make(map[types.NamespacedName]bool, len(work))
 	for _, w := range work {
 		inWork[w.pod.Key] = true
@@ -448,9 +459,12 @@ func Next(in Input) (Plan, error) {
 			continue
 		}
 		var u PodUpdate
-		if w.action == ActionUpdate {
+		switch w.action {
+		case ActionUpdate:
 			u = updateOf(w.pod, in.Latest)
-		} else {
+		case ActionResize:
+			u = PodUpdate{Pod: w.pod.Key, Action: ActionResize, Resize: w.pod.ResizeOwed, State: w.pod.Record}
+		default:
 			u = revertOf(w.pod)
 		}
 		// Whether the pod is ready is its Ready condition, never whether a
@@ -466,7 +480,20 @@ func Next(in Input) (Plan, error) {
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
 		}
-		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts {
+		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
+			// The pod counts from the resize on; the resize cannot write
+			// the record, so the record goes first.
+			wr := revision.Write{Generation: w.pod.Generation + 1}
+			if u.State.Write != nil {
+				wr = *u.State.Write
+				wr.Generation = max(wr.Generation, w.pod.Generation+1)
+			}
+			if u.State.Write == nil || wr != *u.State.Write || !wr.WasReady {
+				wr.WasReady = true
+				u.State.Write, u.WithRecord = &wr, true
+			}
+		}
+		if u.Disrupts {
 			if room <= 0 {
 				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByMaxUnavailable, fmt.Sprintf(
 					"maxUnavailable %d reached: %s updating or updated but not ready",
@@ -490,12 +517,11 @@ func Next(in Input) (Plan, error) {
 	return plan, nil
 }
 
-// settle appends to updates a settle of every pod that is Back, a record
-// of the disruption of every pod written while not ready that the write is
-// about to disrupt, and the resize a pod's record says was written and that
-// did not land, when updates do not write them. This finishes what was
-// decided and counted, not a rollout step: it is done paused or not, and
-// whatever holds the pod's next update.
+// settle appends to updates a settle of every pod that is Back, and a
+// record of the disruption of every pod written while not ready that the
+// write is about to disrupt, when updates do not write them. This is
+// bookkeeping, not a rollout step: it is done paused or not, and whatever
+// holds the pod's next update.
 func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
@@ -504,8 +530,6 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
-		case len(p.ResizeOwed) > 0:
-			updates = append(updates, PodUpdate{Pod: p.Key, Action: ActionResize, Resize: p.ResizeOwed, State: p.Record})
 		case p.Back:
 			updates = append(updates, settleOf(p))
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
@@ -521,12 +545,12 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 }
 
 // runningInFlight returns the name of a sidecar of p whose write is in
-// flight while it runs, but for a resize the kubelet holds: the container
-// runs what it ran, and the kubelet resizes to whatever the spec says
-// when it can.
+// flight while it runs, but for a resize the kubelet holds (the container
+// runs what it ran, and the kubelet resizes to whatever the spec says when
+// it can) or one still to write (ActionResize).
 func (p Pod) runningInFlight() (string, bool) {
 	for _, c := range p.Containers {
-		if c.InFlight && c.Running && !c.ResizeHeld {
+		if c.InFlight && c.Running && !c.ResizeHeld && !c.ResizeOwed {
 			return c.Name, true
 		}
 	}
@@ -550,6 +574,12 @@ func (u PodUpdate) restartsRunning(p Pod) bool {
 		}
 	}
 	return false
+}
+
+// WritesRecord reports whether u writes the pod's record: every action but
+// an ActionResize without WithRecord.
+func (u PodUpdate) WritesRecord() bool {
+	return u.Action != ActionResize || u.WithRecord
 }
 
 // writesSpec reports whether u changes the pod spec: images, resources or
@@ -660,8 +690,14 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 	u.Resize = p.Resize
 	for i, rc := range u.State.Containers {
 		c, _ := p.container(rc.Name)
-		if slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return r.Name == rc.Name }) || c.Unresized {
-			u.State.Containers[i].Resized = true
+		rs := &u.State.Containers[i]
+		if j := slices.IndexFunc(u.Resize, func(r ContainerResources) bool { return r.Name == rc.Name }); j >= 0 {
+			rs.Resized, rs.Resources = true, cpuMemoryOf(u.Resize[j].Resources)
+		} else if c.Unresized {
+			// The spec has resources the kubelet has yet to apply (a
+			// resize that landed without its record, or someone else's):
+			// the write waits for them, and owes nothing.
+			rs.Resized, rs.Resources = true, c.Resources
 		}
 	}
 	u.State.Write = writeOf(p, u)
@@ -733,7 +769,7 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 // settled forgets the previous container of a complete one, and its resize.
 func settled(rc revision.ContainerState) revision.ContainerState {
 	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage = "", "", ""
-	rc.Resized = false
+	rc.Resized, rc.Resources = false, nil
 	return rc
 }
 

@@ -205,22 +205,35 @@ func resizeRefused(pod *corev1.Pod) (string, bool) {
 	return msg, true
 }
 
-// owedResizes returns the resizes a pod on the latest revision still lacks:
-// its record says they were written (Resized) and its spec shows other
-// cpu or memory than the latest revision declares.
-func owedResizes(pod *corev1.Pod, rec revision.SetState, latest Latest) []ContainerResources {
+// owedResizes returns the resizes a pod still lacks: its record says they
+// were written (Resized, with their Resources) and its spec shows other cpu
+// or memory.
+func owedResizes(pod *corev1.Pod, rec revision.SetState) []ContainerResources {
 	var out []ContainerResources
 	for _, rc := range rec.Containers {
-		declared, ok := latest.Resources[rc.Name]
-		if !rc.Resized || !ok {
+		if !rc.Resized || rc.Resources == nil {
 			continue
 		}
 		spec, init, found := specContainer(pod, rc.Name)
 		if !found {
 			continue
 		}
-		if target, refused := resizeTarget(spec.Resources, declared); refused == "" && !sameCPUMemory(target, spec.Resources) {
+		if target, refused := resizeTarget(spec.Resources, *rc.Resources); refused == "" && !sameCPUMemory(target, spec.Resources) {
 			out = append(out, ContainerResources{Name: rc.Name, Init: init, Resources: target})
+		}
+	}
+	return out
+}
+
+// cpuMemoryOf returns the cpu and memory of r alone.
+func cpuMemoryOf(r corev1.ResourceRequirements) *corev1.ResourceRequirements {
+	out := &corev1.ResourceRequirements{}
+	for _, name := range resizable {
+		if q, ok := r.Requests[name]; ok {
+			out.Requests = with(out.Requests, name, q.DeepCopy(), true)
+		}
+		if q, ok := r.Limits[name]; ok {
+			out.Limits = with(out.Limits, name, q.DeepCopy(), true)
 		}
 	}
 	return out

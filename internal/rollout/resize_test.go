@@ -189,13 +189,15 @@ func TestResizeUpdate(t *testing.T) {
 	if p := Classify(pod, record(pod), latest); !p.Updating {
 		t.Errorf("complete while the status shows the old resources")
 	}
-	// The kubelet failed the resize, and retries: the pod waits, saying why.
+	// The kubelet failed the resize, and retries: a write may go over it.
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
 		Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, Reason: corev1.PodReasonError, Message: "cannot decrease memory limits"})
 	v3 := resizableLatest(sizedSet("exporter:v3", v2.Spec.Containers[0].Resources), v2)
-	held, _ := Next(Input{Latest: v3, Pods: []Pod{Classify(pod, record(pod), v3)}})
-	if len(held.Held) != 1 || !strings.Contains(held.Held[0].Message, "PodResizeInProgress Error: cannot decrease memory limits") {
-		t.Errorf("Held = %+v, want the pod held in flight, saying the kubelet's error", held.Held)
+	if over, _ := Next(Input{Latest: v3, Pods: []Pod{Classify(pod, record(pod), v3)}}); len(over.Updates) != 1 {
+		t.Errorf("plan %+v, want a new revision written over the failed resize", over)
+	}
+	if p := Classify(pod, record(pod), latest); !strings.Contains(p.ResizeCondition, "PodResizeInProgress Error: cannot decrease memory limits") {
+		t.Errorf("ResizeCondition %q, want the kubelet's error", p.ResizeCondition)
 	}
 	pod.Status.Conditions = pod.Status.Conditions[:1]
 	// The kubelet holds the resize.
@@ -229,8 +231,9 @@ func TestResizeUpdate(t *testing.T) {
 
 // TestResizeAfterLostResize: the images and record landed, the resize
 // after them did not. The pod is not complete while its spec lacks the
-// resources; the next plan writes the resize alone, paused or not, and
-// nothing else.
+// resources; the next plan writes the resize alone, unless paused. The pod
+// is ready meanwhile and not counted as disrupted, so the resize takes
+// maxUnavailable as a new write does.
 func TestResizeAfterLostResize(t *testing.T) {
 	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
 	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
@@ -245,13 +248,20 @@ func TestResizeAfterLostResize(t *testing.T) {
 	if p.Ready || !p.Updating {
 		t.Errorf("%+v: complete without the resize", p)
 	}
-	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}})
+	if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}}); len(plan.Updates) != 0 ||
+		len(plan.Held) != 1 || plan.Held[0].Reason != HeldPaused {
+		t.Errorf("paused: %+v, want the resize held", plan)
+	}
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}})
 	if len(plan.Updates) != 1 {
 		t.Fatalf("Updates = %+v, want one", plan.Updates)
 	}
 	u := plan.Updates[0]
-	if u.Action != ActionResize || len(u.Containers) != 0 || !cmp.Equal(u.Resize, first.Updates[0].Resize) || u.Disrupts {
-		t.Errorf("update = %+v, want the resize alone, taking nothing", u)
+	if u.Action != ActionResize || len(u.Containers) != 0 || !cmp.Equal(u.Resize, first.Updates[0].Resize) || !u.Disrupts {
+		t.Errorf("update = %+v, want the resize alone, taking maxUnavailable: the pod is back and ready", u)
+	}
+	if p.Disrupting {
+		t.Errorf("counted as disrupted while it runs, ready, all but a resize still to write")
 	}
 	*pod = *Resize(pod, u)
 	pod.Generation++

@@ -11,11 +11,13 @@ import (
 	"github.com/sidecarset/sidecarset/internal/fixture"
 )
 
-// limits returns cpu and memory limits; the apiserver sets the requests to
-// them.
+// limits returns cpu and memory limits, the apiserver setting the requests
+// to them, and an ephemeral-storage request, which no resize may touch.
 func limits(cpu, memory string) corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Limits: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}
+	return corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
+		Requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("64Mi")},
+	}
 }
 
 // resizing counts the pods whose exporter spec asks for cpu and memory its
@@ -69,6 +71,11 @@ func TestResize(t *testing.T) {
 		if exporter.Resources == nil || exporter.Resources.Limits.Cpu().String() != "100m" || exporter.Resources.Requests.Memory().String() != "64Mi" {
 			t.Errorf("pod %s: exporter status resources %v, want 100m and 64Mi applied", p.Name, exporter.Resources)
 		}
+		for _, c := range p.Spec.Containers {
+			if q, ok := c.Resources.Requests[corev1.ResourceEphemeralStorage]; c.Name == "exporter" && (!ok || q.String() != "64Mi") {
+				t.Errorf("pod %s: exporter's ephemeral-storage request %v after the resize, want 64Mi kept", p.Name, c.Resources.Requests)
+			}
+		}
 		if exporter.ContainerID != ids[p.Name] {
 			t.Errorf("pod %s: exporter restarted for a resize (containerID %s, was %s)", p.Name, exporter.ContainerID, ids[p.Name])
 		}
@@ -97,7 +104,9 @@ func TestResize(t *testing.T) {
 	f.AssertAppsUntouched(apps)
 
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
-		s.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
+		r := limits("100m", "96Mi")
+		delete(r.Limits, corev1.ResourceMemory)
+		s.Spec.Containers[0].Resources = r
 	})
 	st = f.WaitStatus("every pod not upgradable", func(s v1alpha1.SidecarSetStatus) bool {
 		return s.ObservedGeneration == f.Gen && s.NotUpgradablePods == pods
@@ -113,5 +122,8 @@ func TestResize(t *testing.T) {
 	}
 	if c := fixture.SetCondition(st, v1alpha1.ConditionComplete); c == nil || !strings.Contains(c.Message, "not upgradable") {
 		t.Errorf("Complete condition %+v does not count the pods not upgradable", c)
+	}
+	if events := f.WaitSetEvent("PodsNotUpgradable"); len(events) == 0 {
+		t.Errorf("no NotUpgradable event on the set")
 	}
 }
