@@ -297,7 +297,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		// A ready pod whose write lacks only its resize runs, ready, what
 		// it ran: the resize still to write is a disruption of its own,
 		// which ActionResize takes as a new write does.
-		p.Disrupting = !p.Ready && !(p.PodReady && onlyOwed && len(p.ResizeOwed) > 0)
+		waitsForResize := p.PodReady && onlyOwed && len(p.ResizeOwed) > 0
+		p.Disrupting = !p.Ready && !waitsForResize
 		p.Back = p.Ready
 	default:
 		p.Back = complete

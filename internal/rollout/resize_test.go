@@ -270,3 +270,37 @@ func TestResizeAfterLostResize(t *testing.T) {
 		t.Errorf("%+v: not back once resized", p)
 	}
 }
+
+func TestResizeComplete(t *testing.T) {
+	spec := corev1.Container{Name: "exporter", Resources: resources(cpuMem("500m", "128Mi"), cpuMem("500m", "128Mi"))}
+	applied := spec.Resources.DeepCopy()
+	old := resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi"))
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	write := &revision.Write{Generation: 3}
+	cases := []struct {
+		name       string
+		observed   int64
+		st         corev1.ContainerStatus
+		conditions []corev1.PodCondition
+		want       bool
+	}{
+		{"applied, generation seen", 3, corev1.ContainerStatus{State: running, Resources: applied}, nil, true},
+		{"the old resources", 3, corev1.ContainerStatus{State: running, Resources: &old}, nil, false},
+		{"no resources reported", 3, corev1.ContainerStatus{State: running}, nil, false},
+		{"generation not seen", 2, corev1.ContainerStatus{State: running, Resources: applied}, nil, false},
+		{"a kubelet that reports no generation", 0, corev1.ContainerStatus{State: running, Resources: applied}, nil, true},
+		{"in progress", 3, corev1.ContainerStatus{State: running, Resources: applied},
+			[]corev1.PodCondition{{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}}, false},
+		{"pending", 3, corev1.ContainerStatus{State: running, Resources: applied},
+			[]corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred}}, false},
+		{"not running", 3, corev1.ContainerStatus{Resources: applied}, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Status: corev1.PodStatus{ObservedGeneration: tc.observed, Conditions: tc.conditions}}
+			if got := ResizeComplete(pod, spec, tc.st, write); got != tc.want {
+				t.Errorf("ResizeComplete = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
