@@ -169,9 +169,9 @@ type SidecarContainer struct {
 	// injection from those of the pod's app containers, instead of fixed
 	// resources, which must then be empty. On an init container it needs
 	// restartPolicy Always (a native sidecar). The resources a pod got stay
-	// as they were: running sidecars are not resized, so a change of
-	// resourcesPolicy makes running pods not upgradable in place, as any
-	// change beyond the image does, while a new image still goes in place.
+	// as they were: sidecars sized by a policy are never resized, so a change
+	// of resourcesPolicy makes running pods not upgradable in place, while a
+	// new image still goes in place. (Fixed resources are resized in place.)
 	// +optional
 	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
 }
@@ -701,8 +701,9 @@ type SidecarSetStatus struct {
 	// finished and is healthy.
 	UpdatedReadyPods int32 `json:"updatedReadyPods"`
 
-	// notUpgradablePods counts pods that need a recreate because something
-	// other than an image changed.
+	// notUpgradablePods counts pods that need a recreate: something changed
+	// that a running pod cannot take (beyond images and the cpu and memory
+	// the apiserver resizes), or the kubelet holds a resize written into it.
 	NotUpgradablePods int32 `json:"notUpgradablePods"`
 
 	// driftedPods counts pods where a managed sidecar's image differs from

@@ -184,8 +184,8 @@ const (
 	// HeldByDisruptionBudget means a PodDisruptionBudget of the pod allows no
 	// further disruption now.
 	HeldByDisruptionBudget HoldReason = "DisruptionBudget"
-	// HeldNotUpgradable means something other than an image changed; the pod
-	// needs a recreate.
+	// HeldNotUpgradable means something changed that the pod cannot take in
+	// place (Pod.NotUpgradable says what); the pod needs a recreate.
 	HeldNotUpgradable HoldReason = "NotUpgradable"
 	// HeldPaused means updateStrategy.paused is true.
 	HeldPaused HoldReason = "Paused"
