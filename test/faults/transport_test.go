@@ -55,6 +55,10 @@ type faultyTransport struct {
 	faults   map[Fault]int
 	// podWrites counts the writes to pods that reached the apiserver.
 	podWrites int
+	// watched: a watch was drawn for. The first is always dropped, so
+	// that a run whose watches the rate happens to spare still exercises
+	// the manager's recovery from one.
+	watched bool
 }
 
 func newFaultyTransport(next http.RoundTripper, r *rand.Rand, rates faultRates) *faultyTransport {
@@ -91,9 +95,10 @@ func (t *faultyTransport) draw(req *http.Request) (Fault, time.Duration) {
 	var f Fault
 	switch {
 	case v == "WATCH":
-		if hit(t.rates.droppedWatch) {
+		if !t.watched || hit(t.rates.droppedWatch) {
 			f = DroppedWatch
 		}
+		t.watched = true
 	case isWrite(req) && hit(t.rates.conflict):
 		f = Conflict
 	case isWrite(req) && hit(t.rates.lostAnswer):
