@@ -261,7 +261,7 @@ func registerWebhooks(mgr ctrl.Manager, opts Options) error {
 	err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.SidecarSet{}).
 		WithDefaulter(sidecarwebhook.SidecarSetDefaulter{}).
 		WithValidator(&sidecarwebhook.SidecarSetValidator{
-			Reader:    mgr.GetCache(),
+			Reader:    mgr.GetAPIReader(),
 			APIWriter: mgr.GetClient(),
 			Options:   validation.Options{ManagerNamespace: opts.Namespace, AllowedAnnotationKeys: opts.PatchPodMetadataAllowedKeys},
 		}).

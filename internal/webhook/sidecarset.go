@@ -44,7 +44,10 @@ func (SidecarSetDefaulter) Default(_ context.Context, set *v1alpha1.SidecarSet) 
 // set is created and when what it puts into pods changes: the pod mutator
 // does not repeat them on every pod.
 type SidecarSetValidator struct {
-	// Reader must be the informer cache; the other SidecarSets come from it.
+	// Reader lists the other SidecarSets. It should read the apiserver, not
+	// the informer cache: `kubectl apply` of a base and its canary, or of
+	// two sets that conflict, sends them a moment apart, before the first
+	// has reached the cache. SidecarSets change rarely, so the list is cheap.
 	Reader client.Reader
 	// APIWriter, when set, asks the apiserver's own pod validation about a
 	// new or changed set's containers: a server-side dry-run create of
@@ -139,7 +142,7 @@ func (v *SidecarSetValidator) ValidateDelete(context.Context, *v1alpha1.SidecarS
 func (v *SidecarSetValidator) others(ctx context.Context, name string) ([]*v1alpha1.SidecarSet, error) {
 	var list v1alpha1.SidecarSetList
 	if err := v.Reader.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list SidecarSets from cache: %w", err)
+		return nil, fmt.Errorf("list SidecarSets: %w", err)
 	}
 	others := make([]*v1alpha1.SidecarSet, 0, len(list.Items))
 	for i := range list.Items {

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,5 +76,34 @@ func TestCanary(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"p01": "exporter:v3", "p02": "exporter:v2"}, images); diff != "" {
 		t.Errorf("exporter images (-want +got):\n%s", diff)
+	}
+}
+
+// TestCanaryRightAfterItsBase: a canary sent a moment after its base, as
+// `kubectl apply` of one file sends them, finds the base: the validating
+// webhook reads the other SidecarSets from the apiserver, not from a cache
+// the base may not have reached yet.
+func TestCanaryRightAfterItsBase(t *testing.T) {
+	f := newFixture(t)
+	for i := range 200 {
+		base := f.SidecarSet("exporter:v1", 0)
+		base.Name = fmt.Sprintf("%s-%02d", f.Set, i)
+		base.Spec.Selector.MatchLabels["example.com/round"] = base.Name
+		canary := f.SidecarSet("exporter:v2", 0)
+		canary.Name = base.Name + "-canary"
+		canary.Annotations = map[string]string{v1alpha1.AnnotationCanary: "true", v1alpha1.AnnotationCanaryOf: base.Name}
+		canary.Spec.Selector.MatchLabels["example.com/round"] = base.Name
+		canary.Spec.Selector.MatchLabels["example.com/track"] = "canary"
+		if err := f.Client.Create(t.Context(), base); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := f.Client.Delete(context.Background(), base); client.IgnoreNotFound(err) != nil {
+				t.Errorf("delete %s: %v", base.Name, err)
+			}
+		})
+		if err := f.Client.Create(t.Context(), canary, client.DryRunAll); err != nil {
+			t.Fatalf("round %d: the canary of a base created just before is refused: %v", i, err)
+		}
 	}
 }
