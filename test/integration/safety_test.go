@@ -278,14 +278,9 @@ func TestBudgetSharedBySets(t *testing.T) {
 
 	w := f.WatchNotReady()
 	for _, name := range []string{first.Name, second.Name} {
-		set := &v1alpha1.SidecarSet{}
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, set); err != nil {
-			t.Fatal(err)
-		}
-		set.Spec.Containers[0].Image = strings.Replace(set.Spec.Containers[0].Image, ":v1", ":v2", 1)
-		if err := env.Client.Update(t.Context(), set); err != nil {
-			t.Fatal(err)
-		}
+		f.UpdateNamedSet(name, func(set *v1alpha1.SidecarSet) {
+			set.Spec.Containers[0].Image = strings.Replace(set.Spec.Containers[0].Image, ":v1", ":v2", 1)
+		})
 	}
 	f.WaitPods("both sidecars updated and every pod ready", func(ps []corev1.Pod) bool {
 		for _, p := range ps {
