@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -35,8 +38,9 @@ import (
 // the running tag, undo, images that never pull) of regular, native and
 // ordinary init sidecars of up to three overlapping SidecarSets, partition
 // steps, pauses and resumes, hand edits of a pod's sidecar image with one set (reported
-// or reverted by driftPolicy), and manager restarts that forget every write
-// in flight. After every step it checks:
+// or reverted by driftPolicy), changes of a running sidecar's memory
+// (resized in place, the resize after the record sometimes lost), and
+// manager restarts that forget every write in flight. After every step it checks:
 //
 //   - each set disrupts at most maxUnavailable ready pods at once;
 //   - no write leaves a budget with more pods unhealthy than it allows,
@@ -134,6 +138,8 @@ type mctr struct {
 	lastImage string
 	// warm counts the syncs until a new container is ready.
 	warm int
+	// mem is the memory the runtime applied to the running container.
+	mem string
 }
 
 type mpod struct {
@@ -184,11 +190,13 @@ func newModel(t *rapid.T) *model {
 				Key: "g", Operator: metav1.LabelSelectorOpIn,
 				Values: rapid.SliceOfNDistinct(rapid.SampledFrom(groups), 1, 3, rapid.ID[string]).Draw(t, name+"-groups"),
 			}}},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-proxy", Image: name + "-proxy:v1"}}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-proxy", Image: name + "-proxy:v1",
+				Resources: memory("32Mi")}}},
 		}
 		if rapid.Bool().Draw(t, name+"-native") {
 			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
-				Name: name + "-logs", Image: name + "-logs:v1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}})
+				Name: name + "-logs", Image: name + "-logs:v1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+				Resources: memory("32Mi")}})
 		}
 		if rapid.Bool().Draw(t, name+"-init") {
 			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
@@ -291,6 +299,23 @@ func (m *model) bump(pod *corev1.Pod) {
 	pod.ResourceVersion = strconv.Itoa(m.rv)
 }
 
+// memory is a memory request and limit of v.
+func memory(v string) corev1.ResourceRequirements {
+	l := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(v)}
+	return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+}
+
+// specMemory is the memory limit of the named container in the pod spec,
+// "" without one.
+func specMemory(pod *corev1.Pod, name string) string {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; c.Name == name && ok {
+			return q.String()
+		}
+	}
+	return ""
+}
+
 func specImage(pod *corev1.Pod, name string) string {
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 		if c.Name == name {
@@ -333,6 +358,11 @@ func (m *model) sync(p *mpod) {
 		case c.instance > 0:
 			cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.instance), imageIDOf(c.image)
 			cs.State.Running = &corev1.ContainerStateRunning{}
+			cs.Resources = &corev1.ResourceRequirements{}
+			if c.mem != "" {
+				r := memory(c.mem)
+				cs.Resources = &r
+			}
 			cs.Ready = c.warm == 0 && !crashes(c.image)
 			ready = ready && cs.Ready
 		default:
@@ -375,6 +405,9 @@ func (m *model) sync(p *mpod) {
 			}
 		case c.instance > 0 && c.image == want && crashes(c.image):
 			c.last, c.lastImage, c.instance, c.waiting = c.instance, c.image, 0, true
+		case c.instance > 0 && c.image == want:
+			// A resize, in place.
+			c.mem = specMemory(pod, c.name)
 		case c.instance == 0 && !c.waiting, c.image != want, c.waiting && !pullFails(want):
 			if c.name == "app" && (c.instance > 0 || c.last > 0) {
 				m.t.Fatalf("pod %s: app container restarted (%s → %s)", pod.Name, c.image, want)
@@ -389,6 +422,7 @@ func (m *model) sync(p *mpod) {
 			}
 			m.instance++
 			c.instance, c.waiting = m.instance, false
+			c.mem = specMemory(pod, c.name)
 			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
 		}
 	}
@@ -414,7 +448,8 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 		if c.waiting || c.instance == 0 || c.warm > 0 || crashes(c.image) {
 			return false
 		}
-		if strings.HasPrefix(c.name, set+"-") && c.name != except && c.image != specImage(p.pod, c.name) {
+		if strings.HasPrefix(c.name, set+"-") && c.name != except &&
+			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name)) {
 			return false
 		}
 	}
@@ -430,7 +465,8 @@ func (m *model) back(p *mpod) bool {
 		return false
 	}
 	for _, c := range p.ctrs {
-		if c.runs && (c.waiting || c.instance == 0 || c.warm > 0 || crashes(c.image) || c.image != specImage(p.pod, c.name)) {
+		if c.runs && (c.waiting || c.instance == 0 || c.warm > 0 || crashes(c.image) || c.image != specImage(p.pod, c.name) ||
+			c.mem != specMemory(p.pod, c.name)) {
 			return false
 		}
 	}
@@ -476,6 +512,12 @@ func (m *model) snapshot() {
 func (m *model) reconcile(s *mset, lag int) {
 	view := m.history[max(len(m.history)-1-lag, 0)]
 	latest := rollout.NewLatest(s.set)
+	var history []appsv1.ControllerRevision
+	for name, spec := range s.revisions {
+		history = append(history, appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data: runtime.RawExtension{Raw: revision.Data(&spec)}})
+	}
+	latest.ResizableFrom = revision.ResizableFrom(&s.set.Spec, history)
 	latestHashes := map[string]string{}
 	for _, o := range m.sets {
 		latestHashes[o.set.Name] = revision.Hash(&o.set.Spec)
@@ -588,11 +630,25 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	if p.pod.ResourceVersion != viewed.ResourceVersion {
 		return false
 	}
-	written, err := rollout.Apply(p.pod, s.set.Name, u)
-	if err != nil {
-		m.t.Fatalf("Apply: %v", err)
+	written := p.pod
+	if u.WritesRecord() {
+		var err error
+		if written, err = rollout.Apply(p.pod, s.set.Name, u); err != nil {
+			m.t.Fatalf("Apply: %v", err)
+		}
 	}
 	restartsRunning, changed := false, false
+	// The resize goes after the record, and may be lost (a crash, a
+	// refusal): a later ActionResize writes it.
+	resized := len(u.Resize) > 0 && rapid.IntRange(0, 3).Draw(m.t, "resize-lost") > 0
+	if resized {
+		for _, r := range u.Resize {
+			if r.Name == "app" {
+				m.t.Fatalf("%s resized the app container of %s", s.set.Name, p.pod.Name)
+			}
+		}
+		restartsRunning = true
+	}
 	for _, c := range slices.Concat(written.Spec.InitContainers, written.Spec.Containers) {
 		if was := specImage(p.pod, c.Name); was != c.Image {
 			if c.Name == "app" {
@@ -604,6 +660,10 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 		}
 	}
 	if changed {
+		written.Generation++
+	}
+	if resized {
+		written = rollout.Resize(written, u)
 		written.Generation++
 	}
 	// The live pod keeps the status the kubelet last wrote.
@@ -623,7 +683,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 			m.checkBudgets(p)
 		}
 	}
-	if u.Action == rollout.ActionUpdate && len(u.Containers) > 0 {
+	if u.Action == rollout.ActionUpdate && (len(u.Containers) > 0 || len(u.Resize) > 0) {
 		s.written[pod.Name]++
 		if s.written[pod.Name] > 1 {
 			m.t.Fatalf("%s wrote %s twice for revision %s", s.set.Name, pod.Name, u.State.Revision)
@@ -703,6 +763,18 @@ func (m *model) setImage(s *mset) {
 	m.specChanged(s)
 }
 
+// setMemory declares a new memory for one of s's running sidecars, which
+// running pods take by a resize.
+func (m *model) setMemory(s *mset) {
+	spec := &s.set.Spec
+	c := &spec.Containers[0].Container
+	if len(spec.InitContainers) > 0 && spec.InitContainers[0].RestartPolicy != nil && rapid.Bool().Draw(m.t, "native-memory") {
+		c = &spec.InitContainers[0].Container
+	}
+	c.Resources = memory(rapid.SampledFrom([]string{"32Mi", "64Mi", "96Mi"}).Draw(m.t, "memory"))
+	m.specChanged(s)
+}
+
 func (m *model) specChanged(s *mset) {
 	s.set.Generation++
 	s.revisions[revision.Name(s.set.Name, &s.set.Spec)] = *s.set.Spec.DeepCopy()
@@ -714,7 +786,7 @@ func (m *model) specChanged(s *mset) {
 
 func (m *model) step() {
 	m.now = m.now.Add(stepTime)
-	switch rapid.IntRange(0, 11).Draw(m.t, "action") {
+	switch rapid.IntRange(0, 12).Draw(m.t, "action") {
 	case 0, 1, 2:
 		m.sync(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
 	case 3:
@@ -760,6 +832,8 @@ func (m *model) step() {
 		}
 	case 11:
 		m.editByHand(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
+	case 12:
+		m.setMemory(rapid.SampledFrom(m.sets).Draw(m.t, "set"))
 	}
 	m.snapshot()
 	m.check()
