@@ -738,13 +738,16 @@ func revertOf(p Pod) PodUpdate {
 // written1 records, for a write into c, the container that runs before it.
 // When the last write of c is still in flight, the container that ran before
 // that write is kept: it is the last one known to run a written image, and
-// the kubelet may not have acted on the write in between (A→B→A). Over a
+// the kubelet may not have acted on the write in between (A→B→A). A write
+// whose image runs and whose resize alone is owed or held is not in flight
+// so: the container running now is the one the new write replaces, and
+// judging by the one before would take that write for done at once. Over a
 // hand edit, which also ends a write in flight, Next writes only once the
 // kubelet runs the edited image (or the container does not run), and the
 // container that runs then is recorded: never one the edit is about to
 // replace.
 func written1(c Container, rc revision.ContainerState) revision.ContainerState {
-	if c.InFlight {
+	if c.InFlight && !c.imageComplete() {
 		if rc.PreviousContainerID == "" && rc.PreviousImage == "" {
 			// Written before containerIDs were kept: the container that
 			// does not run now (Next writes over no running one in flight)
@@ -760,10 +763,17 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	// under a hand edit the status does not show apart from it (a pin of
 	// the content it runs), as the image recorded. If the kubelet keeps it,
 	// it is the write's.
-	if c.Complete && c.Image == rc.Image || c.Running && c.Image != rc.Image && c.shows(rc.Image) {
+	if c.imageComplete() && c.Image == rc.Image || c.Running && c.Image != rc.Image && c.shows(rc.Image) {
 		rc.PreviousImage = rc.Image
 	}
 	return rc
+}
+
+// imageComplete reports whether the kubelet runs the image last written
+// into c: c is Complete, or would be but for its resize, owed or held
+// (ResizeOwed and ResizeHeld are set only then).
+func (c Container) imageComplete() bool {
+	return c.Complete || c.ResizeOwed || c.ResizeHeld
 }
 
 // settled forgets the previous container of a complete one, and its resize.

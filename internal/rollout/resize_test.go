@@ -271,6 +271,48 @@ func TestResizeAfterLostResize(t *testing.T) {
 	}
 }
 
+// TestUpdateOverLostResize: a new image written over a write whose image
+// the kubelet ran but whose resize was lost records the container running
+// now as the one to see replaced, so the pod counts as disrupted until the
+// kubelet restarts it, even on a kubelet that reports no generation. (The
+// rollout model found it: the old record's container, long gone, made the
+// new write look done at once, and a second pod went while this one
+// restarted.)
+func TestUpdateOverLostResize(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	v3 := sizedSet("exporter:v3", resources(nil, cpuMem("500m", "128Mi")))
+	pod := guaranteedPod("p01", v1)
+	latest := resizableLatest(v2, v1)
+	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	applyUpdate(pod, first.Updates[0])
+	swap(pod)
+	pod.Status.ObservedGeneration = 0
+	ran := containerStatus(pod, "exporter", false).ContainerID
+
+	latest = resizableLatest(v3, v1, v2)
+	p := Classify(pod, record(pod), latest)
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}})
+	if len(plan.Updates) != 1 || len(plan.Updates[0].Containers) != 1 {
+		t.Fatalf("plan %+v, want v3 written", plan)
+	}
+	u := plan.Updates[0]
+	rc := u.State.Containers[0]
+	if rc.PreviousContainerID != ran || rc.PreviousImage != "exporter:v2" {
+		t.Errorf("record %+v, want the container running exporter:v2 (%s) as the one to see replaced", rc, ran)
+	}
+	applyUpdate(pod, u)
+	if p := Classify(pod, record(pod), latest); !p.Disrupting || p.Ready {
+		t.Errorf("%+v: the kubelet has not restarted the sidecar for v3, want the pod disrupted", p)
+	}
+	swap(pod)
+	kubeletResizes(pod)
+	pod.Status.ObservedGeneration = 0
+	if p := Classify(pod, record(pod), latest); p.Ready {
+		t.Errorf("%+v: ready without the resize still owed", p)
+	}
+}
+
 func TestResizeComplete(t *testing.T) {
 	spec := corev1.Container{Name: "exporter", Resources: resources(cpuMem("500m", "128Mi"), cpuMem("500m", "128Mi"))}
 	applied := spec.Resources.DeepCopy()
