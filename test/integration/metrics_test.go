@@ -31,7 +31,13 @@ func TestMetrics(t *testing.T) {
 	mgr := cluster.ManagerProcess(t)
 	url := mgr.MetricsURL()
 	set := f.SidecarSet("exporter:v1", readyAfter)
-	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(5))
+	// A real container restart and readiness take seconds, more on a busy
+	// machine: a deadline that short would stall the rollout itself.
+	deadline := int32(5)
+	if cluster.Kind != fixture.Simulated {
+		deadline = 20
+	}
+	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(deadline)
 	f.CreateSet(set)
 	of := func(more ...string) map[string]string {
 		labels := map[string]string{"sidecarset": f.Set}
@@ -150,7 +156,7 @@ func TestMetrics(t *testing.T) {
 	t.Logf("after the kill the new leader led in %v; %v of %d updates took more than 8s, %.1fs in all", lead.Round(time.Millisecond),
 		pods-m.value(metrics.PodUpdateDurationName+"_bucket", of("le", "8")), pods, m.value(metrics.PodUpdateDurationName+"_sum", of()))
 
-	// A stall: a sidecar that never gets ready, no progress for 5s.
+	// A stall: a sidecar that never gets ready, no progress for the deadline.
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter-never-ready:v2" })
 	f.WaitStatus("Stalled", func(s v1alpha1.SidecarSetStatus) bool {
 		return fixture.Condition(s, v1alpha1.ConditionStalled) == metav1.ConditionTrue
