@@ -136,6 +136,60 @@ const (
 	JobPodsKeep JobPodsPolicy = "Keep"
 )
 
+// UpgradeType says how a running sidecar takes a new image.
+// +kubebuilder:validation:Enum=ColdUpgrade;HotUpgrade
+type UpgradeType string
+
+const (
+	// ColdUpgrade writes the new image into the sidecar, which the kubelet
+	// restarts: the sidecar is down between the old process stopping and
+	// the new one starting.
+	ColdUpgrade UpgradeType = "ColdUpgrade"
+	// HotUpgrade runs the sidecar as two containers, NAME-1 and NAME-2,
+	// one of them idle on the hotUpgradeEmptyImage. A new image starts in
+	// the idle one, beside the old version; once it is complete and its
+	// container Ready (it has taken over from the old one, which it learns
+	// it must from SIDECARSET_VERSION and SIDECARSET_VERSION_ALT), the old
+	// one gets the empty image. A sidecar process runs at every moment.
+	HotUpgrade UpgradeType = "HotUpgrade"
+)
+
+// Hot-upgrade slots: the environment both containers of a HotUpgrade
+// sidecar get, read through the downward API from the pod annotations
+// below when the container starts.
+//
+// SIDECARSET_VERSION is the slot's version: 0 on the empty image, and one
+// more than the other slot's at each new image. SIDECARSET_VERSION_ALT is
+// the other slot's version when this one was written. A container that
+// starts with VERSION > ALT > 0 is the new version of a hot upgrade and
+// takes over from the old one, which still runs; one with
+// 0 < VERSION < ALT is the old version restarted while its successor
+// takes over, and must leave the work to it; ALT 0 is an ordinary start.
+const (
+	EnvHotVersion    = "SIDECARSET_VERSION"
+	EnvHotVersionAlt = "SIDECARSET_VERSION_ALT"
+	// AnnotationHotVersionPrefix and AnnotationHotVersionAltPrefix, with
+	// the slot's container name, are the pod annotations they read.
+	AnnotationHotVersionPrefix    = "version.sidecarset.dev/"
+	AnnotationHotVersionAltPrefix = "versionalt.sidecarset.dev/"
+)
+
+// UpgradeStrategy says how a running sidecar takes a new image.
+type UpgradeStrategy struct {
+	// upgradeType is ColdUpgrade (the default: the kubelet restarts the
+	// sidecar with the new image) or HotUpgrade (two containers, NAME-1
+	// and NAME-2, hand over from the old version to the new one).
+	// +optional
+	UpgradeType UpgradeType `json:"upgradeType,omitempty"`
+
+	// hotUpgradeEmptyImage is the image the idle container of a HotUpgrade
+	// sidecar runs: it must stay running, pass the sidecar's probes and
+	// lifecycle hooks (both containers have the same spec but the image)
+	// and do nothing else. Required with HotUpgrade, refused otherwise.
+	// +optional
+	HotUpgradeEmptyImage string `json:"hotUpgradeEmptyImage,omitempty"`
+}
+
 // SidecarContainer is a container the SidecarSet injects: a full
 // corev1.Container plus where it goes.
 type SidecarContainer struct {
@@ -174,6 +228,34 @@ type SidecarContainer struct {
 	// new image still goes in place. (Fixed resources are resized in place.)
 	// +optional
 	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
+
+	// upgradeStrategy says how a running pod takes a new image of the
+	// sidecar: ColdUpgrade (the default) or HotUpgrade. HotUpgrade is for
+	// regular containers; the pod then has NAME-1 and NAME-2 instead of
+	// NAME. Changing the upgradeType needs new pods.
+	// +optional
+	UpgradeStrategy *UpgradeStrategy `json:"upgradeStrategy,omitempty"`
+}
+
+// Hot reports whether c is upgraded hot: as two containers, HotSlots.
+func (c *SidecarContainer) Hot() bool {
+	return c.UpgradeStrategy != nil && c.UpgradeStrategy.UpgradeType == HotUpgrade
+}
+
+// PodNames returns the names c's containers have in a pod: its own, or
+// the two HotSlots of a HotUpgrade sidecar.
+func (c *SidecarContainer) PodNames() []string {
+	if c.Hot() {
+		slots := HotSlots(c.Name)
+		return slots[:]
+	}
+	return []string{c.Name}
+}
+
+// HotSlots returns the names of the two containers a HotUpgrade sidecar
+// named name runs as in a pod.
+func HotSlots(name string) [2]string {
+	return [2]string{name + "-1", name + "-2"}
 }
 
 // TargetContainersMode says how the target containers' resources combine.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -31,11 +32,13 @@ as sidecarset.dev/v1alpha1 SidecarSets. No cluster is needed.
 
 Fields with the same meaning keep their names. spec.namespace (v1alpha1)
 becomes a namespaceSelector on the kubernetes.io/metadata.name label. Every
-OpenKruise field sidecarset does not support (hot upgrade, ...) is dropped
-with a warning on stderr naming it, and so is a field OpenKruise's API does
-not have; "Note:" lines name dropped values that mean what sidecarset does anyway (upgradeType
+OpenKruise field sidecarset does not support is dropped with a warning on
+stderr naming it, and so is a field OpenKruise's API does not have; "Note:"
+lines name dropped values that mean what sidecarset does anyway (upgradeType
 ColdUpgrade, a shareVolumePolicy other than enabled). shareVolumePolicy,
-shareVolumeDevicePolicy, transferEnv, resourcesPolicy, patchPodMetadata,
+shareVolumeDevicePolicy, transferEnv, resourcesPolicy, upgradeStrategy
+HotUpgrade with its hotUpgradeEmptyImage (a warning says that the running pods
+OpenKruise injected for a hot upgrade are not adopted), patchPodMetadata,
 injectionStrategy.revision, the custom version (v1alpha1's label
 apps.kruise.io/sidecarset-custom-version, v1beta1's spec.customVersion, both
 becoming spec.customVersion) and canary SidecarSets
@@ -311,6 +314,9 @@ const (
 	kruiseBaseAnnotation   = "apps.kruise.io/sidecarset-base"
 	// v1alpha1's spelling of spec.customVersion.
 	kruiseCustomVersionLabel = "apps.kruise.io/sidecarset-custom-version"
+	// With a hot-upgrade slot's container name, the pod annotation
+	// OpenKruise gives the slot's SIDECARSET_VERSION from.
+	kruiseHotVersionPrefix = "version.sidecarset.kruise.io/"
 )
 
 // canary turns OpenKruise's canary annotations into sidecarset's, in
@@ -548,6 +554,7 @@ func (c *converter) containers(key string, v any) ([]any, error) {
 			return nil, fmt.Errorf("spec.%s[%d]: not an object", key, i)
 		}
 		path := fmt.Sprintf("spec.%s[%d]", key, i)
+		name, _ := ctr["name"].(string)
 		conv := map[string]any{}
 		for _, k := range sortedKeys(ctr) {
 			v := ctr[k]
@@ -555,7 +562,9 @@ func (c *converter) containers(key string, v any) ([]any, error) {
 			case containerFields[k] || k == "podInjectPolicy":
 				conv[k] = v
 			case k == "upgradeStrategy":
-				c.upgradeStrategy(path+".upgradeStrategy", v)
+				if s := c.upgradeStrategy(key, path+".upgradeStrategy", name, v); s != nil {
+					conv[k] = s
+				}
 			case k == "shareVolumePolicy" || k == "shareVolumeDevicePolicy":
 				if p := c.sharePolicy(path+"."+k, v); p != nil {
 					conv[k] = p
@@ -572,7 +581,6 @@ func (c *converter) containers(key string, v any) ([]any, error) {
 				c.unknown(path + "." + k)
 			}
 		}
-		name, _ := ctr["name"].(string)
 		names = append(names, name)
 		if key == "initContainers" {
 			if _, ok := ctr["podInjectPolicy"]; !ok {
@@ -587,20 +595,47 @@ func (c *converter) containers(key string, v any) ([]any, error) {
 	return out, nil
 }
 
-func (c *converter) upgradeStrategy(path string, v any) {
+// upgradeStrategy returns the upgradeStrategy to carry over of the
+// container named name, or nil. HotUpgrade means the same here as in
+// OpenKruise (NAME-1 and NAME-2, the same SIDECARSET_VERSION and
+// SIDECARSET_VERSION_ALT) and is carried over as it is, but on an init
+// container: OpenKruise injects those as declared and never upgrades them
+// hot, and sidecarset's validation refuses it there. OpenKruise reads any
+// other upgradeType as ColdUpgrade (IsHotUpgradeContainer in its
+// sidecarcontrol), sidecarset's default, and uses hotUpgradeEmptyImage only
+// with HotUpgrade, as sidecarset's validation requires: those are dropped.
+func (c *converter) upgradeStrategy(key, path, name string, v any) map[string]any {
 	m, _ := v.(map[string]any)
 	for _, k := range sortedKeys(m) {
-		switch val := m[k]; {
-		case k == "upgradeType" && (val == "" || val == "ColdUpgrade"):
-			c.same(path+".upgradeType", "ColdUpgrade (restart the sidecar with the new image) is how sidecarset updates in place")
-		case k == "upgradeType":
-			c.drop(path+".upgradeType", fmt.Sprintf("%v is not supported: sidecarset restarts the sidecar with the new image (ColdUpgrade); the pods OpenKruise injected for a hot upgrade run the sidecar as NAME-1 and NAME-2 and are not adopted", val))
-		case k == "hotUpgradeEmptyImage":
-			c.drop(path+".hotUpgradeEmptyImage", "hot upgrade is not supported")
-		default:
+		if k != "upgradeType" && k != "hotUpgradeEmptyImage" {
 			c.unknown(path + "." + k)
 		}
 	}
+	typ, hasType := m["upgradeType"]
+	image, hasImage := m["hotUpgradeEmptyImage"]
+	switch hot := typ == string(v1alpha1.HotUpgrade); {
+	case hot && key == "initContainers":
+		c.same(path, "OpenKruise injects an init container as declared and upgrades only containers hot (NAME-1 and NAME-2); sidecarset's validation refuses upgradeType HotUpgrade on an init container")
+		return nil
+	case hot:
+		out := map[string]any{"upgradeType": typ}
+		if hasImage {
+			out["hotUpgradeEmptyImage"] = image
+		}
+		slots := v1alpha1.HotSlots(cmp.Or(name, "NAME"))
+		c.warn("%s (HotUpgrade) carried over: the running pods OpenKruise injected for a hot upgrade (%s and %s) are not adopted, as they carry OpenKruise's version annotations (%s%s, ...), not sidecarset's (%s%s, ...): they keep running unmanaged until recreated, and pods created after step 3 below are sidecarset's; the sidecar reads the same %s and %s variables as with OpenKruise",
+			path, slots[0], slots[1], kruiseHotVersionPrefix, slots[0], v1alpha1.AnnotationHotVersionPrefix, slots[0], v1alpha1.EnvHotVersion, v1alpha1.EnvHotVersionAlt)
+		return out
+	case !hasType:
+	case typ == "" || typ == string(v1alpha1.ColdUpgrade):
+		c.same(path+".upgradeType", "ColdUpgrade (restart the sidecar with the new image) is sidecarset's default")
+	default:
+		c.same(path+".upgradeType", fmt.Sprintf("%v is not HotUpgrade, which OpenKruise reads as ColdUpgrade, sidecarset's default", typ))
+	}
+	if hasImage {
+		c.same(path+".hotUpgradeEmptyImage", "only upgradeType HotUpgrade runs the empty image")
+	}
+	return nil
 }
 
 // resourcesPolicy returns a resourcesPolicy with OpenKruise's fields, which

@@ -86,3 +86,53 @@ func TestPartitionWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeStrategy: HotUpgrade carries over on a container with a
+// warning, every other upgradeStrategy is dropped with a note.
+func TestUpgradeStrategy(t *testing.T) {
+	tests := []struct {
+		name     string
+		key      string
+		strategy map[string]any
+		want     map[string]any
+		notes    []string
+	}{
+		{"cold", "containers", map[string]any{"upgradeType": "ColdUpgrade"}, nil,
+			[]string{"Note: SidecarSet s: p.upgradeType dropped: ColdUpgrade (restart the sidecar with the new image) is sidecarset's default"}},
+		{"empty type", "containers", map[string]any{"upgradeType": ""}, nil,
+			[]string{"Note: SidecarSet s: p.upgradeType dropped: ColdUpgrade (restart the sidecar with the new image) is sidecarset's default"}},
+		{"nothing", "containers", map[string]any{}, nil, nil},
+		{"hot", "containers", map[string]any{"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"},
+			map[string]any{"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"},
+			[]string{"Warning: SidecarSet s: p (HotUpgrade) carried over: the running pods OpenKruise injected for a hot upgrade (envoy-1 and envoy-2) are not adopted, as they carry OpenKruise's version annotations (version.sidecarset.kruise.io/envoy-1, ...), not sidecarset's (version.sidecarset.dev/envoy-1, ...): they keep running unmanaged until recreated, and pods created after step 3 below are sidecarset's; the sidecar reads the same SIDECARSET_VERSION and SIDECARSET_VERSION_ALT variables as with OpenKruise"}},
+		// Validation says the empty image is missing.
+		{"hot without empty image", "containers", map[string]any{"upgradeType": "HotUpgrade"},
+			map[string]any{"upgradeType": "HotUpgrade"},
+			[]string{"Warning: SidecarSet s: p (HotUpgrade) carried over"}},
+		{"hot init container", "initContainers", map[string]any{"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}, nil,
+			[]string{"Note: SidecarSet s: p dropped: OpenKruise injects an init container as declared and upgrades only containers hot (NAME-1 and NAME-2); sidecarset's validation refuses upgradeType HotUpgrade on an init container"}},
+		{"unknown type", "containers", map[string]any{"upgradeType": "hot"}, nil,
+			[]string{"Note: SidecarSet s: p.upgradeType dropped: hot is not HotUpgrade, which OpenKruise reads as ColdUpgrade, sidecarset's default"}},
+		{"empty image without hot", "containers", map[string]any{"hotUpgradeEmptyImage": "empty:1"}, nil,
+			[]string{"Note: SidecarSet s: p.hotUpgradeEmptyImage dropped: only upgradeType HotUpgrade runs the empty image"}},
+		{"unknown field", "containers", map[string]any{"upgradeType": "ColdUpgrade", "hotUpgradeImage": "x"}, nil,
+			[]string{"Warning: SidecarSet s: p.hotUpgradeImage dropped: not a field of OpenKruise's apps.kruise.io/v1beta1 SidecarSet", "Note: SidecarSet s: p.upgradeType dropped"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &converter{what: "SidecarSet s", apiVersion: kruiseV1beta1}
+			got := c.upgradeStrategy(tt.key, "p", "envoy", tt.strategy)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("upgradeStrategy (-want +got):\n%s", diff)
+			}
+			if len(c.notes) != len(tt.notes) {
+				t.Fatalf("notes %q, want %d", c.notes, len(tt.notes))
+			}
+			for i, n := range tt.notes {
+				if !strings.HasPrefix(c.notes[i], n) {
+					t.Errorf("note %q does not start with %q", c.notes[i], n)
+				}
+			}
+		})
+	}
+}

@@ -110,13 +110,15 @@ func TestInjectOfflineErrors(t *testing.T) {
 func TestConvert(t *testing.T) {
 	for _, name := range []string{
 		// apps.kruise.io/v1alpha1 with every spec field of OpenKruise's
-		// API: spec.namespace, a partition percentage with a selector.
+		// API: spec.namespace, a partition percentage with a selector, a
+		// hot upgrade, an upgradeType OpenKruise upgrades cold.
 		"v1alpha1",
 		// apps.kruise.io/v1beta1: namespaceSelector, customVersion, a canary
 		// set, shareVolumePolicy and transferEnv as OpenKruise reads them
-		// (both sources, both name forms, a type it ignores), a partition
-		// percentage OpenKruise rounds otherwise, and fields no version of
-		// OpenKruise has.
+		// (both sources, both name forms, a type it ignores), a hot upgrade
+		// on a container and on an init container, a partition percentage
+		// OpenKruise rounds otherwise, and fields no version of OpenKruise
+		// has.
 		"v1beta1",
 		// A List from kubectl get -o yaml: OpenKruise's defaults, its hash
 		// annotations, kubectl's last applied configuration, server-set

@@ -436,6 +436,9 @@ type sidecar struct {
 	// restartPolicy Always when native, which goes into the pod instead of
 	// c's.
 	built *corev1.Container
+	// slot is 1 or 2 for the containers of a HotUpgrade sidecar (hot.go),
+	// 0 otherwise.
+	slot int
 }
 
 // container returns what goes into the pod.
@@ -512,7 +515,7 @@ func sidecars(set *v1alpha1.SidecarSet, native bool) []sidecar {
 	out := make([]sidecar, 0, len(set.Spec.Containers)+len(set.Spec.InitContainers))
 	for sc, init := range sidecarsOf(set) {
 		if !native || init {
-			out = append(out, sidecar{set: set.Name, c: sc, init: init})
+			out = appendSlots(out, sidecar{set: set.Name, c: sc, init: init})
 		}
 	}
 	if !native {
@@ -520,7 +523,7 @@ func sidecars(set *v1alpha1.SidecarSet, native bool) []sidecar {
 	}
 	for i := range set.Spec.Containers {
 		sc := &set.Spec.Containers[i]
-		out = append(out, sidecar{set: set.Name, c: sc, init: true, native: true, built: nativeContainer(&sc.Container)})
+		out = appendSlots(out, sidecar{set: set.Name, c: sc, init: true, native: true, built: nativeContainer(&sc.Container)})
 	}
 	return out
 }
@@ -537,21 +540,23 @@ func nativeContainer(c *corev1.Container) *corev1.Container {
 // when one is already in use, it gives back those it took and warns.
 func (b *builder) claim(set *v1alpha1.SidecarSet) bool {
 	for sc := range sidecarsOf(set) {
-		owner, taken := b.owner[sc.Name]
-		if !taken {
-			b.owner[sc.Name] = set.Name
-			continue
+		for _, name := range sc.PodNames() {
+			owner, taken := b.owner[name]
+			if !taken {
+				b.owner[name] = set.Name
+				continue
+			}
+			b.release(set)
+			switch owner {
+			case "":
+				b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: the pod already has a container named %q, which it keeps", set.Name, name)
+			case set.Name:
+				b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: it declares container %q twice", set.Name, name)
+			default:
+				b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: container %q is already injected by SidecarSet %q", set.Name, name, owner)
+			}
+			return false
 		}
-		b.release(set)
-		switch owner {
-		case "":
-			b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: the pod already has a container named %q, which it keeps", set.Name, sc.Name)
-		case set.Name:
-			b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: it declares container %q twice", set.Name, sc.Name)
-		default:
-			b.warn(set.Name, ReasonNotInjected, "SidecarSet %q not injected: container %q is already injected by SidecarSet %q", set.Name, sc.Name, owner)
-		}
-		return false
 	}
 	return true
 }
@@ -559,8 +564,10 @@ func (b *builder) claim(set *v1alpha1.SidecarSet) bool {
 // release gives back the container names set claimed.
 func (b *builder) release(set *v1alpha1.SidecarSet) {
 	for sc := range sidecarsOf(set) {
-		if b.owner[sc.Name] == set.Name {
-			delete(b.owner, sc.Name)
+		for _, name := range sc.PodNames() {
+			if b.owner[name] == set.Name {
+				delete(b.owner, name)
+			}
 		}
 	}
 }
@@ -609,7 +616,10 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState, computed 
 		if takesFromApps(s.c) {
 			built, warnings := withApps(s.c, b.apps, b.fields)
 			if s.native {
-				built.RestartPolicy = s.built.RestartPolicy
+				built.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+			}
+			if s.slot > 0 {
+				built = *slotContainer(&built, s.c, s.slot)
 			}
 			s.built = &built
 			for _, w := range warnings {
@@ -632,6 +642,11 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState, computed 
 	// The record lists the containers as the set declares them, each with
 	// the list it went into.
 	for sc, init := range sidecarsOf(set) {
+		if sc.Hot() {
+			rec.Containers = append(rec.Containers, hotRecords(sc, init || native)...)
+			b.hotAnnotations(sc)
+			continue
+		}
 		rec.Containers = append(rec.Containers, revision.ContainerState{Name: sc.Name, Init: init || native, Image: sc.Image})
 	}
 	for i := range set.Spec.Volumes {

@@ -17,7 +17,11 @@ import (
 //     nothing for it and nothing caps what it uses, unless a pod it goes
 //     into declares pod-level resources;
 //   - an image by tag rather than digest (no "@"): a re-pushed tag makes pods
-//     of one revision run different images.
+//     of one revision run different images;
+//   - a HotUpgrade sidecar without an exec readiness probe: the old
+//     container gets the empty image once the new one is Ready, and only a
+//     probe that runs in the container can say it has taken over (one on
+//     the pod's network is answered by whichever container listens).
 //
 // Worked case: a set declaring container proxy (envoy:1, no resources) and
 // init container mesh-init (mesh@sha256:..., with requests) gives
@@ -50,6 +54,10 @@ func appendContainerWarnings(out []string, path *field.Path, sc *v1alpha1.Sideca
 	if !strings.Contains(sc.Image, "@") {
 		out = append(out, fmt.Sprintf("%s: image %q of container %q is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images",
 			path.Child("image"), sc.Image, sc.Name))
+	}
+	if sc.Hot() && (sc.ReadinessProbe == nil || sc.ReadinessProbe.Exec == nil) {
+		out = append(out, fmt.Sprintf("%s: HotUpgrade container %q has no exec readiness probe: its old version gets the empty image as soon as the new one is Ready, which without a probe is when it starts, and which a probe over the pod's network cannot tell, as both containers share it; probe with a command that says this container serves",
+			path.Child("readinessProbe"), sc.Name))
 	}
 	return out
 }

@@ -21,8 +21,8 @@ import (
 //     this project's annotations (the per-set records too);
 //   - the containers the records name, with name, image, restart policy and
 //     cpu and memory, and their statuses with name, image, imageID,
-//     containerID, the cpu and memory applied, and whether the container runs
-//     or why it waits;
+//     containerID, the cpu and memory applied, whether the container runs
+//     or why it waits, and whether it is ready;
 //   - of the other containers, in a pod with records, the name and the cpu
 //     and memory alone: whether a resize would change the pod's QoS class
 //     is judged over every container;
@@ -212,6 +212,8 @@ func slimStatuses(in []corev1.ContainerStatus, keep map[string]bool) []corev1.Co
 			ImageID:     intern(s.ImageID),
 			ContainerID: s.ContainerID,
 			State:       state,
+			// A hot upgrade's next slot has taken over once ready.
+			Ready: s.Ready,
 		}
 		if s.Resources != nil {
 			// Shared with the pods that run the same: never written.

@@ -126,9 +126,9 @@ func slimOf() *corev1.Pod {
 				{Type: status.PodConditionDrifted, Status: corev1.ConditionFalse, Reason: status.ReasonAsWritten, LastTransitionTime: t0},
 			},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "shipper", Image: "shipper:1", ImageID: "sha256:s",
-				ContainerID: "containerd://s", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+				ContainerID: "containerd://s", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "exporter", Image: "exporter:1", ImageID: "sha256:e",
-				ContainerID: "containerd://e", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, Resources: &exporterSlim}},
+				ContainerID: "containerd://e", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, Resources: &exporterSlim}},
 		},
 	}
 }
@@ -181,7 +181,7 @@ func TestSlimPod(t *testing.T) {
 			p.Annotations[revision.PerSetKey("b")] = `{"revision":"b-1","hash":"h","imagelessHash":"i","containers":[{"name":"mysql","image":"mysql:8"}]}`
 			p.Spec.Containers[1] = corev1.Container{Name: "mysql", Image: "mysql:8", Resources: mysqlResources}
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "mysql", Image: "mysql:8",
-				ImageID: "sha256:1", ContainerID: "containerd://1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+				ImageID: "sha256:1", ContainerID: "containerd://1", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 		},
 	}, {
 		name: "an unreadable record keeps every container",
@@ -190,7 +190,7 @@ func TestSlimPod(t *testing.T) {
 			p.Annotations[v1alpha1.AnnotationState] = "{"
 			p.Spec.Containers[1] = corev1.Container{Name: "mysql", Image: "mysql:8", Resources: mysqlResources}
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "mysql", Image: "mysql:8",
-				ImageID: "sha256:1", ContainerID: "containerd://1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+				ImageID: "sha256:1", ContainerID: "containerd://1", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 		},
 	}, {
 		name: "no record, no container",

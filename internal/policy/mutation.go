@@ -47,6 +47,11 @@ func newMutation(set *v1alpha1.SidecarSet) (*mutation, error) {
 	for i, cs := range [][]v1alpha1.SidecarContainer{set.Spec.Containers, set.Spec.InitContainers} {
 		field := []string{"containers", "initContainers"}[i]
 		for _, c := range cs {
+			if c.Hot() {
+				// Two slots, their version annotations and their
+				// record: the webhook's, as one implementation.
+				return nil, unsupported("container %q is upgraded hot, which the webhook injects", c.Name)
+			}
 			if what := takesFromApps(&c); what != "" {
 				return nil, unsupported("container %q uses %s, which the webhook fills in from the pod's app containers", c.Name, what)
 			}

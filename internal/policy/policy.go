@@ -18,7 +18,7 @@
 //   - a canary and the base of canaries are Unsupported: the webhook, which
 //     sees both, leaves the base out of the pods its canary selects; so is
 //     a set with injectionStrategy.revision, whose revision the webhook
-//     picks at each pod's creation;
+//     picks at each pod's creation, and one with a HotUpgrade sidecar;
 //   - one JSONPatch mutation, empty when the namespace enforces a Pod
 //     Security level the sidecars break (see podSecurityCondition): the
 //     containers in place, volumes and

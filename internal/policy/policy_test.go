@@ -54,6 +54,7 @@ func TestCompileUnsupported(t *testing.T) {
 		{"shareVolumePolicy", testutil.SidecarSet("s").Selector(db).Containers(share).Obj(), `container "log" uses shareVolumePolicy`},
 		{"shareVolumeDevicePolicy on an init container", testutil.SidecarSet("s").Selector(db).InitContainers(shareDevices).Obj(), `container "dev" uses shareVolumeDevicePolicy`},
 		{"transferEnv", testutil.SidecarSet("s").Selector(db).Containers(transfer).Obj(), `container "env" uses transferEnv`},
+		{"HotUpgrade", testutil.SidecarSet("s").Selector(db).HotContainer("proxy", "proxy:1", "empty:1").Obj(), `container "proxy" is upgraded hot`},
 		{"resourcesPolicy on a native sidecar", testutil.SidecarSet("s").Selector(db).InitContainers(sized).Obj(), `container "sized" uses resourcesPolicy`},
 		{"a canary", testutil.SidecarSet("s").Selector(db).CanaryOf("base").Obj(), `a canary of SidecarSet "base"`},
 		{"a base", testutil.SidecarSet("base").Selector(db).Obj(), "the base of the canary SidecarSet(s) s"},

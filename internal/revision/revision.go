@@ -15,6 +15,8 @@
 //     :latest (Always) to :v2 (IfNotPresent) would otherwise count as a
 //     change beyond the image. The pod keeps the policy it was created with
 //     (the field is immutable), which only says when the kubelet pulls.
+//     A HotUpgrade sidecar's hotUpgradeEmptyImage is blanked too: it is the
+//     image of its idle container, which changes in place like any other.
 //
 // Volumes and imagePullSecrets are in both hashes. OpenKruise leaves volumes
 // out of both, so editing a SidecarSet's volumes leaves every running pod
@@ -43,6 +45,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -92,6 +95,11 @@ func ResourcelessHash(spec *v1alpha1.SidecarSetSpec) string {
 	in := injectedOf(spec, true)
 	for _, cs := range [][]v1alpha1.SidecarContainer{in.Containers, in.InitContainers} {
 		for i := range cs {
+			if cs[i].Hot() {
+				// Its two slots are not resized: a new resources needs
+				// new pods.
+				continue
+			}
 			r := &cs[i].Resources
 			r.Requests = withoutCPUMemory(r.Requests)
 			r.Limits = withoutCPUMemory(r.Limits)
@@ -206,6 +214,10 @@ func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
 			out[i].ImagePullPolicy = ""
 		}
 		out[i].Image = ""
+		if u := out[i].UpgradeStrategy; u != nil {
+			// The idle slot's image changes in place like any other.
+			u.HotUpgradeEmptyImage = ""
+		}
 	}
 	return out
 }
@@ -281,6 +293,12 @@ type Write struct {
 	// maxUnavailable and PodDisruptionBudgets; a pod that was not ready
 	// loses nothing by it.
 	WasReady bool `json:"wasReady,omitempty"`
+	// TurnedReady: WasReady was set after the write, when the pod, not
+	// ready when written, turned ready with the write still to come
+	// (rollout.ActionRecordDisruption): the rollout counts it, but took no
+	// slot for it. Such a pod whose hot upgrade owes only its handoff is
+	// not counted: the handoff into it is a disruption of its own.
+	TurnedReady bool `json:"turnedReady,omitempty"`
 	// Generation is the pod's metadata.generation the write produced. The
 	// kubelet reports the generation it has seen in status.observedGeneration;
 	// until that reaches Generation, no container status proves anything
@@ -324,6 +342,50 @@ type ContainerState struct {
 	// after the record: a pod spec that shows other values has yet to get
 	// it (rollout.ActionResize).
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Hot is set on the two containers of a HotUpgrade sidecar.
+	Hot *HotSlot `json:"hot,omitempty"`
+}
+
+// HotSlot is one of the two containers, NAME-1 and NAME-2, of a HotUpgrade
+// sidecar NAME.
+//
+// Which slot does what follows from the versions alone: the one with the
+// lower version above 0 serves (the only one above 0, outside an upgrade);
+// one with a higher version is the next version, started beside it to take
+// over; version 0 idles on the empty image. Example, "proxy" during a hot
+// upgrade from the version in proxy-2 to the one just written into
+// proxy-1:
+//
+//	{"name": "proxy-1", "image": "proxy:v3", "hot": {"of": "proxy", "version": 3},
+//	 "previousContainerID": "containerd://9a8b..."}
+//	{"name": "proxy-2", "image": "proxy:v2", "hot": {"of": "proxy", "version": 2}}
+type HotSlot struct {
+	// Of is the sidecar's declared name.
+	Of string `json:"of"`
+	// Version is the slot's SIDECARSET_VERSION: 0 on the empty image, and
+	// one more than the other slot's for each new image written into it.
+	Version int64 `json:"version"`
+}
+
+// HotVersions returns the version annotations of the hot-upgrade slots
+// among containers (v1alpha1.AnnotationHotVersionPrefix): each slot's
+// version, and its sidecar's other slot's as the alternative. A container
+// reads them when it starts, so they go into a pod with the images they
+// describe.
+func HotVersions(containers []ContainerState) map[string]string {
+	out := map[string]string{}
+	for _, c := range containers {
+		if c.Hot == nil {
+			continue
+		}
+		out[v1alpha1.AnnotationHotVersionPrefix+c.Name] = strconv.FormatInt(c.Hot.Version, 10)
+		for _, o := range containers {
+			if o.Hot != nil && o.Hot.Of == c.Hot.Of && o.Name != c.Name {
+				out[v1alpha1.AnnotationHotVersionAltPrefix+c.Name] = strconv.FormatInt(o.Hot.Version, 10)
+			}
+		}
+	}
+	return out
 }
 
 // Container returns the recorded container named name.

@@ -495,3 +495,42 @@ func TestResizableFrom(t *testing.T) {
 		t.Errorf("ResizableFrom = %v, want %v", got, want)
 	}
 }
+
+// A HotUpgrade sidecar's empty image changes in place, like its image; its
+// cpu and memory do not (its two containers are not resized), nor does
+// its upgradeType.
+func TestHashesOfHotUpgrade(t *testing.T) {
+	base := func() *v1alpha1.SidecarSetSpec {
+		return &v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{{
+			Container:       corev1.Container{Name: "proxy", Image: "proxy:v1"},
+			UpgradeStrategy: &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "empty:1"},
+		}}}
+	}
+	tests := []struct {
+		name                       string
+		change                     func(*v1alpha1.SidecarSetSpec)
+		sameImageless, sameResless bool
+	}{
+		{"a new empty image", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].UpgradeStrategy.HotUpgradeEmptyImage = "empty:2" }, true, true},
+		{"a new image", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].Image = "proxy:v2" }, true, true},
+		{"new memory", func(s *v1alpha1.SidecarSetSpec) {
+			s.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+		}, false, false},
+		{"cold", func(s *v1alpha1.SidecarSetSpec) { s.Containers[0].UpgradeStrategy = nil }, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := base(), base()
+			tt.change(b)
+			if got := ImagelessHash(a) == ImagelessHash(b); got != tt.sameImageless {
+				t.Errorf("same ImagelessHash = %v, want %v", got, tt.sameImageless)
+			}
+			if got := ResourcelessHash(a) == ResourcelessHash(b); got != tt.sameResless {
+				t.Errorf("same ResourcelessHash = %v, want %v", got, tt.sameResless)
+			}
+			if Hash(a) == Hash(b) {
+				t.Error("same Hash for different specs")
+			}
+		})
+	}
+}

@@ -54,7 +54,9 @@ const (
 // only by what Kruise adds on injection (see withoutKruiseAdditions), so a
 // SidecarSet converted from Kruise's takes over the pods Kruise injected
 // without restarting them. Kruise's hot-upgrade containers (renamed NAME-1,
-// NAME-2) are not the declared sidecar: those pods stay unmanaged. The
+// NAME-2) are not the declared sidecar: those pods stay unmanaged, and so
+// does every pod of a set with a HotUpgrade sidecar, whose slots' versions
+// no record of a pod not injected by it could tell. The
 // resources of a sidecar with a resourcesPolicy are not compared: they were
 // computed for that pod at its injection, by Kruise or by another release
 // of the set, and an in-place update leaves them as they are.
@@ -71,6 +73,9 @@ const (
 func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 	spec := &set.Spec
 	if spec.AdoptionPolicy != v1alpha1.AdoptSameName || len(spec.Containers)+len(spec.InitContainers) == 0 {
+		return false
+	}
+	if slices.ContainsFunc(spec.Containers, func(c v1alpha1.SidecarContainer) bool { return c.Hot() }) {
 		return false
 	}
 	if pod.Annotations[v1alpha1.AnnotationInject] == "false" {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -12,7 +13,8 @@ import (
 // Apply returns a copy of pod with u written into it: the images of u's
 // containers, found by name in spec.containers or spec.initContainers, and
 // setName's entry of the state annotation replaced by u.State, the entries
-// of other SidecarSets kept. Images and record go into one write, so the
+// of other SidecarSets kept, with the version annotations of its
+// HotUpgrade slots. Images and record go into one write, so the
 // record never disagrees with the spec. pod itself is not modified.
 //
 // Another set's entry that cannot be read is kept as it is, for that set to
@@ -40,5 +42,8 @@ func Apply(pod *corev1.Pod, setName string, u PodUpdate) (*corev1.Pod, error) {
 	}
 	out.Annotations[v1alpha1.AnnotationState] = state
 	revision.DropPerSet(out.Annotations)
+	// With the images, so that a slot the kubelet starts for them reads
+	// its version.
+	maps.Copy(out.Annotations, revision.HotVersions(u.State.Containers))
 	return out, nil
 }

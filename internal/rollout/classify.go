@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -89,8 +90,13 @@ type Pod struct {
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.
 	Pending bool
+	// HandoffOwed names the HotUpgrade sidecars whose next slot has taken
+	// over while the old slot still serves: the old slot is to get the
+	// empty image (ActionHandoff). A pod with a next slot is not complete
+	// until then (hot.go).
+	HandoffOwed []string
 	// Ready: PodReady and every running sidecar complete, i.e. healthy and
-	// running what was written.
+	// running what was written, and no hot upgrade under way.
 	Ready bool
 }
 
@@ -113,6 +119,9 @@ type Container struct {
 	ImageID     string
 	// Running: the container's status says running.
 	Running bool
+	// Ready: the container's status says ready (its readiness probe
+	// passes).
+	Ready bool
 	// StatusImage is the image the container's status shows.
 	StatusImage string
 	// Unacted: the container's pod spec image differs from the one last
@@ -208,6 +217,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			ContainerID: st.ContainerID,
 			ImageID:     st.ImageID,
 			Running:     st.State.Running != nil,
+			Ready:       st.Ready,
 			StatusImage: st.Image,
 			Recorded:    rc,
 		}
@@ -262,6 +272,13 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			p.Drifted = append(p.Drifted, c.Name)
 		}
 	}
+	for _, h := range hotPairs(rec) {
+		if h.upgrading(p) {
+			// An update not done until its handoff is.
+			complete, onlyOwed, p.Updating = false, false, true
+		}
+	}
+	p.HandoffOwed = handoffsOwed(p)
 	imagesOnly := rec.ImagelessHash == latest.ImagelessHash ||
 		(latest.PreviousImagelessHash != "" && rec.ImagelessHash == latest.PreviousImagelessHash)
 	p.Upgradable = imagesOnly
@@ -272,6 +289,15 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 	}
 	for name := range latest.Containers {
+		if _, hot := latest.Hot[name]; hot {
+			for _, slot := range v1alpha1.HotSlots(name) {
+				if _, ok := p.container(slot); !ok {
+					p.Upgradable = false
+					p.NotUpgradable = fmt.Sprintf("the pod has no container %s for the hot upgrade of %s: it needs a recreate", slot, name)
+				}
+			}
+			continue
+		}
 		if _, ok := p.container(name); !ok {
 			p.Upgradable = false
 			p.NotUpgradable = fmt.Sprintf("the pod has no container %s: it needs a recreate", name)
@@ -298,7 +324,10 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		// it ran: the resize still to write is a disruption of its own,
 		// which ActionResize takes as a new write does.
 		waitsForResize := p.PodReady && onlyOwed && len(p.ResizeOwed) > 0
-		p.Disrupting = !p.Ready && !waitsForResize
+		// A hot upgrade counted only since the pod turned ready, whose
+		// first write is done: its handoff takes a slot of its own.
+		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
+		p.Disrupting = !p.Ready && !waitsForResize && !waitsForHandoff
 		p.Back = p.Ready
 	default:
 		p.Back = complete

@@ -157,9 +157,9 @@ func TestClassifyContainers(t *testing.T) {
 	rec := record(pod)
 	want := []Container{
 		{Name: "exporter", Runs: true, Image: "exporter:v1", ContainerID: "containerd://exporter-0", ImageID: imageID("exporter:v1"), StatusImage: "exporter:v1",
-			Running: true, Recorded: rec.Containers[0], Complete: true},
+			Running: true, Ready: true, Recorded: rec.Containers[0], Complete: true},
 		{Name: "shipper", Init: true, Runs: true, Image: "fluent-bit:3.1", ContainerID: "containerd://shipper-0", ImageID: imageID("fluent-bit:3.1"), StatusImage: "fluent-bit:3.1",
-			Running: true, Recorded: rec.Containers[1], Complete: true},
+			Running: true, Ready: true, Recorded: rec.Containers[1], Complete: true},
 	}
 	if diff := cmp.Diff(want, got.Containers); diff != "" {
 		t.Errorf("Containers (-want +got):\n%s", diff)

@@ -74,6 +74,7 @@ func running(name, image string) corev1.ContainerStatus {
 		Image:       image,
 		ImageID:     imageID(image),
 		ContainerID: "containerd://" + name + "-0",
+		Ready:       true,
 		State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 	}
 }
@@ -84,6 +85,12 @@ func setReady(pod *corev1.Pod, ready bool) {
 		status = corev1.ConditionTrue
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	if ready {
+		// A ready pod's containers are all ready.
+		for i := range pod.Status.ContainerStatuses {
+			pod.Status.ContainerStatuses[i].Ready = pod.Status.ContainerStatuses[i].State.Running != nil
+		}
+	}
 }
 
 func record(pod *corev1.Pod) revision.SetState {
@@ -130,6 +137,7 @@ func swap(pod *corev1.Pod) bool {
 				if lists.statuses[i].Name == c.Name && lists.statuses[i].Image != c.Image {
 					restarts := lists.statuses[i].RestartCount + 1
 					lists.statuses[i] = running(c.Name, c.Image)
+					lists.statuses[i].Ready = false
 					lists.statuses[i].RestartCount = restarts
 					lists.statuses[i].ContainerID = fmt.Sprintf("containerd://%s-%d", c.Name, restarts)
 					swapped = true

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,24 +36,35 @@ import (
 // of: kubelet syncs that report the status before acting (as the real one
 // does), budget syncs that lag, reconciles on cache views up to two steps
 // stale with optimistic-lock writes, image changes (new tags, digest pins of
-// the running tag, undo, images that never pull) of regular, native and
-// ordinary init sidecars of up to three overlapping SidecarSets, partition
-// steps, pauses and resumes, hand edits of a pod's sidecar image with one set (reported
-// or reverted by driftPolicy), changes of a running sidecar's memory
-// (resized in place, the resize after the record sometimes lost), and
-// manager restarts that forget every write in flight. After every step it checks:
+// the running tag, undo, images that never pull, never get ready or crash)
+// of regular, native, ordinary init and HotUpgrade sidecars of up to three
+// overlapping SidecarSets, and of a HotUpgrade sidecar's empty image,
+// partition steps, pauses and resumes, hand edits of a pod's sidecar image
+// with one set (reported or reverted by driftPolicy), changes of a running
+// sidecar's memory (resized in place, the resize after the record sometimes
+// lost), and manager restarts that forget every write in flight. After
+// every step it checks:
 //
-//   - each set disrupts at most maxUnavailable ready pods at once;
+//   - each set disrupts at most maxUnavailable ready pods at once (a hot
+//     upgrade disrupts its pod from its first write until its handoff is
+//     done);
 //   - no write leaves a budget with more pods unhealthy than it allows,
 //     unless pods that were never ready already make it so;
 //   - a reconcile moves no more pods to the latest revision than the
 //     partition allows;
 //   - no app container restarts;
-//   - no pod is written twice for one revision while it stays the latest.
+//   - no pod is written twice for one revision while it stays the latest;
+//   - a HotUpgrade sidecar always serves: its two slots never both have an
+//     empty image in the pod spec, a write puts an empty image into the
+//     slot that serves only once the other slot's container is Ready and
+//     runs the non-empty image written into it, at least one slot records a
+//     version above 0, and the version annotations the slots read are the
+//     record's.
 //
 // At the end every image is made good and every set resumed at partition 0:
 // each rollout must complete within a bound, and then nothing more is
-// written, to pods or status.
+// written, to pods or status; every HotUpgrade sidecar then runs the latest
+// image in one slot and the empty image in the other.
 //
 // It runs modelChecks cases unless -rapid.checks says otherwise:
 // `go test ./internal/rollout -run TestModel -rapid.checks=100000` runs
@@ -202,6 +214,14 @@ func newModel(t *rapid.T) *model {
 			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
 				Name: name + "-schema", Image: name + "-schema:v1"}})
 		}
+		if rapid.Bool().Draw(t, name+"-hot") {
+			// Its memory never changes: the slots of a HotUpgrade sidecar
+			// are not resized, and new resources need new pods.
+			b.Containers = append(b.Containers, v1alpha1.SidecarContainer{
+				Container: corev1.Container{Name: name + "-hot", Image: name + "-hot:v1", Resources: memory("32Mi")},
+				UpgradeStrategy: &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade,
+					HotUpgradeEmptyImage: name + "-hot" + emptyTag + "v1"}})
+		}
 		mu := rapid.IntRange(1, 3).Draw(t, name+"-maxUnavailable")
 		b.UpdateStrategy = v1alpha1.UpdateStrategy{
 			MaxUnavailable:          ptr.To(intstr.FromInt32(int32(mu))),
@@ -267,6 +287,13 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 		rec := revision.SetState{Revision: revision.Name(s.set.Name, spec), Hash: revision.Hash(spec),
 			ImagelessHash: revision.ImagelessHash(spec)}
 		for _, c := range spec.Containers {
+			if c.Hot() {
+				slots, recs := hotInjected(c)
+				pod.Spec.Containers = append(pod.Spec.Containers, slots...)
+				rec.Containers = append(rec.Containers, recs...)
+				maps.Copy(pod.Annotations, revision.HotVersions(recs))
+				continue
+			}
 			pod.Spec.Containers = append(pod.Spec.Containers, c.Container)
 			rec.Containers = append(rec.Containers, revision.ContainerState{Name: c.Name, Image: c.Image})
 		}
@@ -287,6 +314,67 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	}
 	m.bump(pod)
 	return p
+}
+
+// emptyTag is what the name of a HotUpgrade sidecar's empty images has
+// before their tag: "s0-hot-empty:v1". No other image has it.
+const emptyTag = "-empty:"
+
+func isEmpty(ref string) bool { return strings.Contains(ref, "-empty") }
+
+// hotInjected returns the two slots of a HotUpgrade sidecar and their
+// records, as the webhook injects them (inject/hot.go): NAME-1 on the
+// image as version 1, NAME-2 idle on the empty image as version 0, both
+// reading their versions from the pod's annotations.
+func hotInjected(sc v1alpha1.SidecarContainer) ([]corev1.Container, []revision.ContainerState) {
+	var slots []corev1.Container
+	var recs []revision.ContainerState
+	for i, name := range v1alpha1.HotSlots(sc.Name) {
+		c := *sc.Container.DeepCopy()
+		c.Name = name
+		version := int64(1)
+		if i == 1 {
+			c.Image, version = sc.UpgradeStrategy.HotUpgradeEmptyImage, 0
+		}
+		for _, e := range [][2]string{{v1alpha1.EnvHotVersion, v1alpha1.AnnotationHotVersionPrefix}, {v1alpha1.EnvHotVersionAlt, v1alpha1.AnnotationHotVersionAltPrefix}} {
+			c.Env = append(c.Env, corev1.EnvVar{Name: e[0], ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+				APIVersion: "v1", FieldPath: "metadata.annotations['" + e[1] + name + "']"}}})
+		}
+		slots = append(slots, c)
+		recs = append(recs, revision.ContainerState{Name: name, Image: c.Image, Hot: &revision.HotSlot{Of: sc.Name, Version: version}})
+	}
+	return slots, recs
+}
+
+// hotPair is a HotUpgrade sidecar's two slot records in a pod's record.
+type hotPair [2]revision.ContainerState
+
+// hotPairsOf returns the HotUpgrade sidecars rec records, in record order.
+func hotPairsOf(rec revision.SetState) []hotPair {
+	var out []hotPair
+	for i, a := range rec.Containers {
+		for _, b := range rec.Containers[i+1:] {
+			if a.Hot != nil && b.Hot != nil && a.Hot.Of == b.Hot.Of {
+				out = append(out, hotPair{a, b})
+			}
+		}
+	}
+	return out
+}
+
+// serving returns the index of the slot that serves: the lower version
+// above 0; -1 when neither is above 0.
+func (h hotPair) serving() int {
+	v0, v1 := h[0].Hot.Version, h[1].Hot.Version
+	switch {
+	case v0 == 0 && v1 == 0:
+		return -1
+	case v0 == 0:
+		return 1
+	case v1 == 0 || v0 < v1:
+		return 0
+	}
+	return 1
 }
 
 func selects(set *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
@@ -363,7 +451,7 @@ func (m *model) sync(p *mpod) {
 				r := memory(c.mem)
 				cs.Resources = &r
 			}
-			cs.Ready = c.warm == 0 && !crashes(c.image)
+			cs.Ready = c.warm == 0 && !unready(c.image)
 			ready = ready && cs.Ready
 		default:
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
@@ -445,11 +533,20 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 		if !c.runs {
 			continue
 		}
-		if c.waiting || c.instance == 0 || c.warm > 0 || crashes(c.image) {
+		if c.waiting || c.instance == 0 || c.warm > 0 || unready(c.image) {
 			return false
 		}
 		if strings.HasPrefix(c.name, set+"-") && c.name != except &&
 			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name)) {
+			return false
+		}
+	}
+	// A hot upgrade disrupts its pod from its first write until the old
+	// slot runs the empty image: the rollout holds the pod that long. A
+	// hand edit of the next slot ends it.
+	state, _ := revision.Decode(p.pod.Annotations)
+	for _, h := range hotPairsOf(state[set]) {
+		if i := h.serving(); i >= 0 && h[1-i].Hot.Version != 0 && specImage(p.pod, h[1-i].Name) == h[1-i].Image {
 			return false
 		}
 	}
@@ -458,6 +555,10 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 
 func crashes(ref string) bool { return strings.Contains(ref, "crashes") }
 
+// unready reports whether a container of ref never passes its readiness
+// probe: it crashes, or its image never gets ready.
+func unready(ref string) bool { return crashes(ref) || strings.Contains(ref, "never-ready") }
+
 // back reports whether the kubelet runs every written image of p and p is
 // ready.
 func (m *model) back(p *mpod) bool {
@@ -465,7 +566,7 @@ func (m *model) back(p *mpod) bool {
 		return false
 	}
 	for _, c := range p.ctrs {
-		if c.runs && (c.waiting || c.instance == 0 || c.warm > 0 || crashes(c.image) || c.image != specImage(p.pod, c.name) ||
+		if c.runs && (c.waiting || c.instance == 0 || c.warm > 0 || unready(c.image) || c.image != specImage(p.pod, c.name) ||
 			c.mem != specMemory(p.pod, c.name)) {
 			return false
 		}
@@ -630,6 +731,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	if p.pod.ResourceVersion != viewed.ResourceVersion {
 		return false
 	}
+	m.checkHotWrite(s, p, u)
 	written := p.pod
 	if u.WritesRecord() {
 		var err error
@@ -694,6 +796,9 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 
 // check asserts the invariants that hold after every step.
 func (m *model) check() {
+	for _, p := range m.pods {
+		m.checkHot(p)
+	}
 	for _, s := range m.sets {
 		var disrupted []string
 		for _, p := range m.pods {
@@ -709,6 +814,75 @@ func (m *model) check() {
 			m.t.Fatalf("%s disrupts %v at once, maxUnavailable %d:\n%s", s.set.Name, disrupted, s.maxUnavailable, strings.Join(pods, "\n"))
 		}
 	}
+}
+
+// checkHotWrite asserts, before u is written into p, that it puts an empty
+// image into the slot of a HotUpgrade sidecar that serves (the lower
+// version above 0 in the record) only when the other slot has taken over:
+// its container status shows it Ready and running the non-empty image the
+// record says the controller wrote into it, which its spec still holds,
+// and the kubelet does run it, ready.
+func (m *model) checkHotWrite(s *mset, p *mpod, u rollout.PodUpdate) {
+	state, _ := revision.Decode(p.pod.Annotations)
+	for _, ci := range u.Containers {
+		if !isEmpty(ci.Image) {
+			continue
+		}
+		for _, h := range hotPairsOf(state[s.set.Name]) {
+			i := h.serving()
+			if i < 0 || h[i].Name != ci.Name {
+				continue
+			}
+			other := h[1-i]
+			st := containerStatus(p.pod, other.Name)
+			ok := other.Hot.Version != 0 && st.Ready && st.State.Running != nil && st.Image == other.Image &&
+				!isEmpty(other.Image) && specImage(p.pod, other.Name) == other.Image
+			for _, c := range p.ctrs {
+				if c.name == other.Name {
+					ok = ok && c.instance > 0 && !c.waiting && c.warm == 0 && !unready(c.image) && c.image == other.Image
+				}
+			}
+			if !ok {
+				m.t.Fatalf("%s (%s) writes %s into %s, which serves, while %s has not taken over (status %+v):\n%s",
+					s.set.Name, u.Action, ci.Image, ci.Name, other.Name, st, m.describe(p))
+			}
+		}
+	}
+}
+
+// checkHot asserts that every HotUpgrade sidecar of p serves: its slots
+// are not both on an empty image in the pod spec, one of them records a
+// version above 0, and the version annotations the slots read when they
+// start are the record's.
+func (m *model) checkHot(p *mpod) {
+	state, err := revision.Decode(p.pod.Annotations)
+	if err != nil {
+		m.t.Fatalf("pod %s: %v", p.pod.Name, err)
+	}
+	for set, rec := range state {
+		for _, h := range hotPairsOf(rec) {
+			if isEmpty(specImage(p.pod, h[0].Name)) && isEmpty(specImage(p.pod, h[1].Name)) {
+				m.t.Fatalf("%s: both slots of %s have an empty image:\n%s", set, h[0].Hot.Of, m.describe(p))
+			}
+			if h.serving() < 0 {
+				m.t.Fatalf("%s: no slot of %s records a version above 0:\n%s", set, h[0].Hot.Of, m.describe(p))
+			}
+			for k, v := range revision.HotVersions(h[:]) {
+				if got := p.pod.Annotations[k]; got != v {
+					m.t.Fatalf("%s: annotation %s is %q, the record says %q:\n%s", set, k, got, v, m.describe(p))
+				}
+			}
+		}
+	}
+}
+
+func containerStatus(pod *corev1.Pod, name string) corev1.ContainerStatus {
+	for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if st.Name == name {
+			return st
+		}
+	}
+	return corev1.ContainerStatus{}
 }
 
 // checkBudgets asserts, when a write disrupted a healthy pod, that none of
@@ -744,12 +918,23 @@ func (m *model) setImage(s *mset) {
 	spec := &s.set.Spec
 	all := len(spec.Containers) + len(spec.InitContainers)
 	i := rapid.IntRange(0, all-1).Draw(m.t, "container")
-	c := &spec.Containers[0].Container
-	if i > 0 {
-		c = &spec.InitContainers[i-1].Container
+	var sc *v1alpha1.SidecarContainer
+	if i < len(spec.Containers) {
+		sc = &spec.Containers[i]
+	} else {
+		sc = &spec.InitContainers[i-len(spec.Containers)]
 	}
+	c := &sc.Container
 	version := rapid.SampledFrom([]string{"v1", "v2", "v3"}).Draw(m.t, "version")
-	switch rapid.IntRange(0, 4).Draw(m.t, "image-kind") {
+	if sc.Hot() && rapid.IntRange(0, 3).Draw(m.t, "hot-empty") == 0 {
+		// A new empty image, which goes into the idle slot in place.
+		sc.UpgradeStrategy = sc.UpgradeStrategy.DeepCopy()
+		sc.UpgradeStrategy.HotUpgradeEmptyImage = rapid.SampledFrom([]string{
+			c.Name + emptyTag + version, c.Name + "-empty-pull-fails:" + version}).Draw(m.t, "empty-image")
+		m.specChanged(s)
+		return
+	}
+	switch rapid.IntRange(0, 5).Draw(m.t, "image-kind") {
 	case 0:
 		// A digest pin of the tag: the same content, a new reference.
 		c.Image = c.Name + "@" + content(c.Name+":"+version)
@@ -757,6 +942,9 @@ func (m *model) setImage(s *mset) {
 		c.Image = c.Name + "-pull-fails:" + version
 	case 2:
 		c.Image = c.Name + "-crashes:" + version
+	case 3:
+		// Runs, and never passes its readiness probe.
+		c.Image = c.Name + "-never-ready:" + version
 	default:
 		c.Image = c.Name + ":" + version
 	}
@@ -905,6 +1093,10 @@ func (m *model) finish() {
 		for i := range s.set.Spec.Containers {
 			c := &s.set.Spec.Containers[i]
 			c.Image = c.Name + ":final"
+			if c.Hot() && pullFails(c.UpgradeStrategy.HotUpgradeEmptyImage) {
+				c.UpgradeStrategy = c.UpgradeStrategy.DeepCopy()
+				c.UpgradeStrategy.HotUpgradeEmptyImage = c.Name + emptyTag + "final"
+			}
 		}
 		for i := range s.set.Spec.InitContainers {
 			c := &s.set.Spec.InitContainers[i]
@@ -951,7 +1143,15 @@ func (m *model) finish() {
 		}
 		return true
 	}
-	bound := 4*len(m.pods)*len(m.sets) + 20
+	// A hot upgrade takes two writes per pod, each waited for.
+	bound := 20
+	for _, s := range m.sets {
+		perPod := 4
+		if slices.ContainsFunc(s.set.Spec.Containers, func(c v1alpha1.SidecarContainer) bool { return c.Hot() }) {
+			perPod = 8
+		}
+		bound += perPod * len(m.pods)
+	}
 	for i := 0; !done(); i++ {
 		if i == bound {
 			var st []string
@@ -987,6 +1187,51 @@ func (m *model) finish() {
 			m.t.Fatalf("pod %s still written once complete", p.pod.Name)
 		}
 	}
+	m.checkHotDone()
+}
+
+// checkHotDone asserts, once every rollout is complete, that each
+// HotUpgrade sidecar of each pod its set's rollout reaches (every pod that
+// carries the set's record) runs the latest image in one slot, recorded
+// with a version above 0, and the empty image in the other, recorded as
+// version 0, in its record and its pod spec alike. (That the kubelet runs
+// them, done already checked.)
+func (m *model) checkHotDone() {
+	for _, s := range m.sets {
+		for _, sc := range s.set.Spec.Containers {
+			if !sc.Hot() {
+				continue
+			}
+			for _, p := range m.pods {
+				state, _ := revision.Decode(p.pod.Annotations)
+				rec, ok := state[s.set.Name]
+				if !ok {
+					continue
+				}
+				for _, h := range hotPairsOf(rec) {
+					if h[0].Hot.Of != sc.Name {
+						continue
+					}
+					i := h.serving()
+					done := i >= 0 && h[1-i].Hot.Version == 0
+					for j, want := range [2]string{sc.Image, sc.UpgradeStrategy.HotUpgradeEmptyImage} {
+						if !done {
+							break
+						}
+						slot := h[i]
+						if j == 1 {
+							slot = h[1-i]
+						}
+						done = slot.Image == want && specImage(p.pod, slot.Name) == want
+					}
+					if !done {
+						m.t.Fatalf("%s: %s of %s is not on %s with the other slot on %s once complete:\n%s",
+							s.set.Name, sc.Name, p.pod.Name, sc.Image, sc.UpgradeStrategy.HotUpgradeEmptyImage, m.describe(p))
+					}
+				}
+			}
+		}
+	}
 }
 
 // describe shows a pod as a failure message needs it: each container's
@@ -996,7 +1241,7 @@ func (m *model) describe(p *mpod) string {
 	fmt.Fprintf(&b, "%s generation %d observed %d ready %v neverReady %v:", p.pod.Name, p.pod.Generation,
 		p.pod.Status.ObservedGeneration, podReady(p.pod), p.neverReady)
 	for _, c := range p.ctrs {
-		fmt.Fprintf(&b, " %s spec %s runs #%d %s (waiting %v);", c.name, specImage(p.pod, c.name), c.instance, c.image, c.waiting)
+		fmt.Fprintf(&b, " %s spec %s runs #%d %s (waiting %v warm %d mem %s/%s);", c.name, specImage(p.pod, c.name), c.instance, c.image, c.waiting, c.warm, c.mem, specMemory(p.pod, c.name))
 	}
 	fmt.Fprintf(&b, " record %s", p.pod.Annotations[v1alpha1.AnnotationState])
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,6 +106,12 @@ const (
 	// counts as disrupted takes nothing more; one written while not ready
 	// and ready now takes maxUnavailable and its budgets as any write.
 	ActionResize Action = "Resize"
+	// ActionHandoff writes the empty image into the old slot of a
+	// HotUpgrade sidecar whose next slot has taken over (Pod.HandoffOwed),
+	// when no update of the pod is due. A pod the record counts as
+	// disrupted takes nothing more; a ready one takes maxUnavailable and
+	// its budgets as any write.
+	ActionHandoff Action = "Handoff"
 	// ActionRecordDisruption writes only the record of a pod written while
 	// not ready that is ready now, the write still to come
 	// (Pod.Disrupting): the write is recorded as a disruption, so the pod
@@ -388,6 +395,11 @@ func Next(in Input) (Plan, error) {
 			work = append(work, item{p, ActionResize})
 		}
 	}
+	for _, p := range pods {
+		if len(p.HandoffOwed) > 0 && !isDue[p.Key] && !slices.ContainsFunc(work, func(w item) bool { return w.pod.Key == p.Key }) {
+			work = append(work, item{p, ActionHandoff})
+		}
+	}
 	inWork := make(map[types.NamespacedName]bool, len(work))
 	for _, w := range work {
 		inWork[w.pod.Key] = true
@@ -411,12 +423,18 @@ func Next(in Input) (Plan, error) {
 	}
 
 	if stop, reason, msg := stopped(in.Strategy); stop {
+		// A handoff ends a hot upgrade under way, whose old version has
+		// given its work up: held, it would keep the pod down, stopped
+		// halfway (a stalled rollout pauses itself).
+		handoffs := work[:0:0]
 		for _, w := range work {
+			if w.action == ActionHandoff {
+				handoffs = append(handoffs, w)
+				continue
+			}
 			plan.Held = append(plan.Held, Held{w.pod.Key, reason, msg})
 		}
-		plan.Updates = settle(pods, plan.Updates)
-		sortHeld(plan.Held)
-		return plan, nil
+		work = handoffs
 	}
 
 	slices.SortStableFunc(work, func(a, b item) int {
@@ -464,6 +482,13 @@ func Next(in Input) (Plan, error) {
 			u = updateOf(w.pod, in.Latest)
 		case ActionResize:
 			u = PodUpdate{Pod: w.pod.Key, Action: ActionResize, Resize: w.pod.ResizeOwed, State: w.pod.Record}
+		case ActionHandoff:
+			if u = handoffOf(w.pod, in.Latest); len(u.Containers) == 0 {
+				plan.Held = append(plan.Held, Held{w.pod.Key, HeldNotUpgradable, fmt.Sprintf(
+					"the set no longer declares %s upgraded hot: its hot upgrade cannot end, and the pod needs a recreate",
+					strings.Join(w.pod.HandoffOwed, ", "))})
+				continue
+			}
 		default:
 			u = revertOf(w.pod)
 		}
@@ -475,7 +500,7 @@ func Next(in Input) (Plan, error) {
 		// A pod another set's rollout has down would stay down longer for
 		// this write, which no budget or slot would count: it waits until
 		// it is back.
-		if w.pod.DisruptedByOthers && !w.pod.Disrupting && u.restartsRunning(w.pod) {
+		if w.pod.DisruptedByOthers && !w.pod.Disrupting && w.action != ActionHandoff && u.restartsRunning(w.pod) {
 			plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
@@ -536,7 +561,7 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
 			// The same write, its generation and time kept.
 			w := *p.Record.Write
-			w.WasReady = true
+			w.WasReady, w.TurnedReady = true, true
 			u.State.Write = &w
 			updates = append(updates, u)
 		}
@@ -662,14 +687,27 @@ func exhausted(budgets []Budget, spent map[string]int32) (Budget, bool) {
 // first) is not written either; it keeps what it recorded, since the
 // kubelet already acted on that edit.
 func updateOf(p Pod, latest Latest) PodUpdate {
+	if len(p.HandoffOwed) > 0 {
+		// The handoff first (hot.go); the pod is due again after it.
+		return handoffOf(p, latest)
+	}
 	u := PodUpdate{Pod: p.Key, Action: ActionUpdate, State: revision.SetState{
 		Revision:      latest.Name,
 		Hash:          latest.Hash,
 		ImagelessHash: latest.ImagelessHash,
 		Write:         p.Record.Write,
 	}}
+	steps := hotSteps(p, latest)
 	for _, rc := range p.Record.Containers {
 		c, inSpec := p.container(rc.Name)
+		if w, ok := steps[rc.Name]; ok {
+			if c.Image != w.image {
+				rc = written1(c, rc)
+				u.Containers = append(u.Containers, ContainerImage{Name: c.Name, Init: c.Init, Image: w.image})
+			}
+			u.State.Containers = append(u.State.Containers, withHot(rc, w))
+			continue
+		}
 		image, declared := latest.Containers[rc.Name]
 		switch {
 		case !inSpec || !c.Runs:
@@ -803,7 +841,11 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 		generation++
 	}
 	kept := p.Disrupting && p.Record.Write != nil
-	return &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
+	w := &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
+	// A disruption kept is still one the rollout took no slot for, if it
+	// was so.
+	w.TurnedReady = kept && p.Record.Write.TurnedReady
+	return w
 }
 
 func sortHeld(h []Held) {

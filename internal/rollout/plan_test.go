@@ -918,7 +918,7 @@ func TestRecordDisruption(t *testing.T) {
 		t.Fatalf("updates %+v, want one record-only RecordDisruption", plan.Updates)
 	}
 	want := pods[0].Record
-	want.Write = &revision.Write{WasReady: true, Generation: pods[0].Record.Write.Generation, At: &at}
+	want.Write = &revision.Write{WasReady: true, TurnedReady: true, Generation: pods[0].Record.Write.Generation, At: &at}
 	if diff := cmp.Diff(want, plan.Updates[0].State); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}

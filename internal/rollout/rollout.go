@@ -48,6 +48,10 @@ type Latest struct {
 	// Resources maps every sidecar whose resources the set declares (one
 	// without a resourcesPolicy) to them.
 	Resources map[string]corev1.ResourceRequirements
+	// Hot maps every HotUpgrade sidecar to its hotUpgradeEmptyImage. Such a
+	// sidecar runs as two containers (v1alpha1.HotSlots), never under its
+	// own name; Containers still maps its name to the declared image.
+	Hot map[string]string
 	// ResizableFrom names the revisions whose pods reach this one in place
 	// with a resize besides the images (revision.ResizableFrom); the caller
 	// sets it from the set's history. Without it, a pod reaches this
@@ -60,9 +64,18 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 	spec := &set.Spec
 	images := make(map[string]string, len(spec.Containers)+len(spec.InitContainers))
 	resources := make(map[string]corev1.ResourceRequirements, len(spec.Containers)+len(spec.InitContainers))
+	var hot map[string]string
 	for _, cs := range [][]v1alpha1.SidecarContainer{spec.Containers, spec.InitContainers} {
 		for _, c := range cs {
 			images[c.Name] = c.Image
+			if c.Hot() {
+				if hot == nil {
+					hot = map[string]string{}
+				}
+				// Its slots are not resized (revision.ResourcelessHash).
+				hot[c.Name] = c.UpgradeStrategy.HotUpgradeEmptyImage
+				continue
+			}
 			if c.ResourcesPolicy == nil {
 				resources[c.Name] = c.Resources
 			}
@@ -75,6 +88,7 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 		PreviousImagelessHash: revision.ImagelessHashKeepingPullPolicy(spec),
 		Containers:            images,
 		Resources:             resources,
+		Hot:                   hot,
 	}
 }
 

@@ -24,6 +24,11 @@ type sim struct {
 	written [][]string
 	// unpullable is an image the kubelet never manages to pull.
 	unpullable string
+	// neverReady is an image whose containers run but never pass their
+	// readiness probe.
+	neverReady string
+	// before, when set, sees every update before it is written.
+	before func(pod *corev1.Pod, u PodUpdate)
 }
 
 // newSim injects exporter:v1 into n pods, all ready except notReady, then
@@ -55,9 +60,19 @@ func (x *sim) kubelet() {
 			x.failPulls(pod)
 		case 2:
 			delete(x.phase, pod.Name)
-			setReady(pod, !x.failPulls(pod))
+			setReady(pod, !x.failPulls(pod) && !x.unready(pod))
 		}
 	}
+}
+
+// unready reports whether a container of pod runs the neverReady image.
+func (x *sim) unready(pod *corev1.Pod) bool {
+	for _, st := range pod.Status.ContainerStatuses {
+		if x.neverReady != "" && st.Image == x.neverReady {
+			return true
+		}
+	}
+	return false
 }
 
 // failPulls leaves every container of the unpullable image waiting, as the
@@ -114,6 +129,9 @@ func (x *sim) tick() bool {
 	for _, u := range plan.Updates {
 		for _, pod := range x.pods {
 			if pod.Name == u.Pod.Name {
+				if x.before != nil {
+					x.before(pod, u)
+				}
 				applyUpdate(pod, u)
 				if u.Action != ActionSettle {
 					x.phase[pod.Name] = 1

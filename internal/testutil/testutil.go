@@ -185,6 +185,14 @@ func (b *SidecarSetBuilder) Container(name, image string) *SidecarSetBuilder {
 	return b.Containers(Container(name, image).Sidecar(""))
 }
 
+// HotContainer appends a regular sidecar upgraded hot, idling on
+// emptyImage in its second slot.
+func (b *SidecarSetBuilder) HotContainer(name, image, emptyImage string) *SidecarSetBuilder {
+	sc := Container(name, image).Sidecar("")
+	sc.UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: emptyImage}
+	return b.Containers(sc)
+}
+
 // Containers appends regular sidecars.
 func (b *SidecarSetBuilder) Containers(cs ...v1alpha1.SidecarContainer) *SidecarSetBuilder {
 	b.set.Spec.Containers = append(b.set.Spec.Containers, cs...)

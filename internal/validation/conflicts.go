@@ -57,17 +57,28 @@ func validateConflicts(set *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, 
 
 func containerConflicts(cs []v1alpha1.SidecarContainer, other *v1alpha1.SidecarSet, fld *field.Path) field.ErrorList {
 	theirs := map[string]bool{}
+	hot := false
 	for _, c := range other.Spec.Containers {
-		theirs[c.Name] = true
+		hot = hot || c.Hot()
+		for _, name := range c.PodNames() {
+			theirs[name] = true
+		}
 	}
 	for _, c := range other.Spec.InitContainers {
 		theirs[c.Name] = true
 	}
 	var errs field.ErrorList
 	for i, c := range cs {
-		if c.Name != "" && theirs[c.Name] {
-			errs = append(errs, field.Forbidden(fld.Index(i).Child("name"), fmt.Sprintf(
-				"conflicts with SidecarSet %q, which can select the same pods and also declares container %q", other.Name, c.Name)))
+		for _, name := range c.PodNames() {
+			if name == "" || !theirs[name] {
+				continue
+			}
+			msg := fmt.Sprintf("conflicts with SidecarSet %q, which can select the same pods and also declares container %q", other.Name, name)
+			if hot || c.Hot() {
+				msg += " (a HotUpgrade sidecar NAME runs as containers NAME-1 and NAME-2)"
+			}
+			errs = append(errs, field.Forbidden(fld.Index(i).Child("name"), msg))
+			break
 		}
 	}
 	return errs

@@ -55,7 +55,10 @@ func validateContainers(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.Er
 		p := fld.Child("containers").Index(i)
 		errs = append(errs, validateContainer(c, p)...)
 		errs = append(errs, validateRegularContainer(&c.Container, p)...)
-		checkName(c.Name, p.Child("name"))
+		errs = append(errs, validateHotUpgrade(c, p)...)
+		for _, name := range c.PodNames() {
+			checkName(name, p.Child("name"))
+		}
 	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
@@ -67,7 +70,49 @@ func validateContainers(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.Er
 			// sized after it, it would only hold the pod's start back.
 			errs = append(errs, field.Forbidden(p.Child("resourcesPolicy"), "needs restartPolicy: Always (a native sidecar)"))
 		}
+		if c.Hot() {
+			errs = append(errs, field.Forbidden(p.Child("upgradeStrategy", "upgradeType"),
+				"HotUpgrade is for regular sidecars (containers): an init container runs once, and a native sidecar's restart order is the pod's"))
+		}
 		checkName(c.Name, p.Child("name"))
+	}
+	return errs
+}
+
+// validateHotUpgrade checks a regular sidecar's upgradeStrategy.
+func validateHotUpgrade(sc *v1alpha1.SidecarContainer, container *field.Path) field.ErrorList {
+	u := sc.UpgradeStrategy
+	if u == nil {
+		return nil
+	}
+	fld := container.Child("upgradeStrategy")
+	errs := validateEnum(u.UpgradeType, []v1alpha1.UpgradeType{v1alpha1.ColdUpgrade, v1alpha1.HotUpgrade}, fld.Child("upgradeType"))
+	empty := fld.Child("hotUpgradeEmptyImage")
+	if !sc.Hot() {
+		if u.HotUpgradeEmptyImage != "" {
+			errs = append(errs, field.Forbidden(empty, "only with upgradeType HotUpgrade"))
+		}
+		return errs
+	}
+	switch {
+	case u.HotUpgradeEmptyImage == "":
+		errs = append(errs, field.Required(empty, "HotUpgrade needs an image for the idle container: one that stays running, passes the sidecar's probes and hooks, and does nothing else"))
+	case strings.TrimSpace(u.HotUpgradeEmptyImage) != u.HotUpgradeEmptyImage:
+		errs = append(errs, field.Invalid(empty, u.HotUpgradeEmptyImage, "must not have leading or trailing whitespace"))
+	case u.HotUpgradeEmptyImage == sc.Image:
+		// The idle slot would run the sidecar itself, as a second
+		// version that never learnt it must take over.
+		errs = append(errs, field.Invalid(empty, u.HotUpgradeEmptyImage, "must differ from image"))
+	}
+	if len(sc.Name) > utilvalidation.DNS1123LabelMaxLength-2 {
+		// Its containers are NAME-1 and NAME-2.
+		errs = append(errs, field.TooLong(container.Child("name"), sc.Name, utilvalidation.DNS1123LabelMaxLength-2))
+	}
+	for i, p := range sc.Ports {
+		if p.HostPort != 0 {
+			errs = append(errs, field.Forbidden(container.Child("ports").Index(i).Child("hostPort"),
+				"a HotUpgrade sidecar runs as two containers, and a pod can bind a hostPort once"))
+		}
 	}
 	return errs
 }

@@ -51,6 +51,13 @@ func other(name, container string) *v1alpha1.SidecarSet {
 	}
 }
 
+// hotOther is other with its container upgraded hot.
+func hotOther(name, container string) *v1alpha1.SidecarSet {
+	s := other(name, container)
+	s.Spec.Containers[0].UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "busybox:1"}
+	return s
+}
+
 func sidecar(name, image string) v1alpha1.SidecarContainer {
 	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}}
 }
@@ -392,6 +399,73 @@ func TestValidateCreateInvalid(t *testing.T) {
 			name:   "container name not a DNS label",
 			modify: func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Name = "Exporter_1" },
 			want:   err(field.ErrorTypeInvalid, "spec.containers[0].name"),
+		},
+		{
+			name: "HotUpgrade without an empty image",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.Containers[0].UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade}
+			},
+			want: err(field.ErrorTypeRequired, "spec.containers[0].upgradeStrategy.hotUpgradeEmptyImage"),
+		},
+		{
+			name: "HotUpgrade whose empty image is the image",
+			modify: func(s *v1alpha1.SidecarSet) {
+				c := &s.Spec.Containers[0]
+				c.UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: c.Image}
+			},
+			want:   err(field.ErrorTypeInvalid, "spec.containers[0].upgradeStrategy.hotUpgradeEmptyImage"),
+			reason: "must differ from image",
+		},
+		{
+			name: "an empty image without HotUpgrade",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.Containers[0].UpgradeStrategy = &v1alpha1.UpgradeStrategy{HotUpgradeEmptyImage: "busybox:1"}
+			},
+			want: err(field.ErrorTypeForbidden, "spec.containers[0].upgradeStrategy.hotUpgradeEmptyImage"),
+		},
+		{
+			name: "upgradeType unknown",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.Containers[0].UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: "Warm"}
+			},
+			want: err(field.ErrorTypeNotSupported, "spec.containers[0].upgradeStrategy.upgradeType"),
+		},
+		{
+			name: "HotUpgrade name too long for its slots",
+			modify: func(s *v1alpha1.SidecarSet) {
+				c := &s.Spec.Containers[0]
+				c.Name = strings.Repeat("a", 62)
+				c.UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "busybox:1"}
+			},
+			want: err(field.ErrorTypeTooLong, "spec.containers[0].name"),
+		},
+		{
+			name: "HotUpgrade slot named like another sidecar",
+			modify: func(s *v1alpha1.SidecarSet) {
+				c := &s.Spec.Containers[0]
+				c.UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "busybox:1"}
+				s.Spec.Containers = append(s.Spec.Containers, sidecar(c.Name+"-2", "other:1"))
+			},
+			want: err(field.ErrorTypeDuplicate, "spec.containers[1].name"),
+		},
+		{
+			name: "HotUpgrade with a hostPort",
+			modify: func(s *v1alpha1.SidecarSet) {
+				c := &s.Spec.Containers[0]
+				c.UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "busybox:1"}
+				c.Ports = []corev1.ContainerPort{{ContainerPort: 9104, HostPort: 9104}}
+			},
+			want: err(field.ErrorTypeForbidden, "spec.containers[0].ports[0].hostPort"),
+		},
+		{
+			name: "HotUpgrade on an init container",
+			modify: func(s *v1alpha1.SidecarSet) {
+				c := sidecar("log-shipper", "fluent-bit:3.1")
+				c.RestartPolicy = always()
+				c.UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "busybox:1"}
+				s.Spec.InitContainers = []v1alpha1.SidecarContainer{c}
+			},
+			want: err(field.ErrorTypeForbidden, "spec.initContainers[0].upgradeStrategy.upgradeType"),
 		},
 		{
 			name:   "image missing",
@@ -749,6 +823,13 @@ func TestValidateCreateInvalid(t *testing.T) {
 			reason: `conflicts with SidecarSet "other", which can select the same pods and also declares container "exporter"`,
 		},
 		{
+			name:   "container name one of an overlapping SidecarSet's HotUpgrade slots",
+			modify: func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Name = "proxy-1" },
+			others: []*v1alpha1.SidecarSet{hotOther("mesh", "proxy")},
+			want:   err(field.ErrorTypeForbidden, "spec.containers[0].name"),
+			reason: `declares container "proxy-1" (a HotUpgrade sidecar NAME runs as containers NAME-1 and NAME-2)`,
+		},
+		{
 			name: "init container name declared as a container by an overlapping SidecarSet",
 			modify: func(s *v1alpha1.SidecarSet) {
 				c := sidecar("log-shipper", "fluent-bit:3.1")
@@ -805,6 +886,12 @@ func TestValidateCreateValid(t *testing.T) {
 		{
 			name:   "the converted OpenKruise example, mounting a volume of the pod",
 			modify: func(*v1alpha1.SidecarSet) {},
+		},
+		{
+			name: "a HotUpgrade sidecar",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.Containers[0].UpgradeStrategy = &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "busybox:1.36"}
+			},
 		},
 		{
 			name: "priorityStrategy and scatterStrategy",

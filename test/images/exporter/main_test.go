@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,8 +14,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,7 +52,7 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
-	defaults := config{listen: ":9104", version: "v7", shutdownTimeout: 10 * time.Second}
+	defaults := config{listen: ":9104", version: "v7", shutdownTimeout: 10 * time.Second, servingFile: "/tmp/serving"}
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -62,15 +65,27 @@ func TestParseConfig(t *testing.T) {
 			name: "flags win over the environment and the file",
 			args: []string{"-version-file", versionFile, "-listen", "127.0.0.1:1", "-version", "v9", "-shutdown-delay", "2s", "-shutdown-timeout", "3s"},
 			env:  map[string]string{"EXPORTER_LISTEN": ":2", "EXPORTER_VERSION": "v8"},
-			want: config{listen: "127.0.0.1:1", version: "v9", shutdownDelay: 2 * time.Second, shutdownTimeout: 3 * time.Second},
+			want: config{listen: "127.0.0.1:1", version: "v9", shutdownDelay: 2 * time.Second, shutdownTimeout: 3 * time.Second, servingFile: "/tmp/serving"},
 		},
 		{
 			name: "the environment wins over the file",
 			args: []string{"-version-file", versionFile},
 			env:  map[string]string{"EXPORTER_LISTEN": ":2", "EXPORTER_VERSION": "v8"},
-			want: config{listen: ":2", version: "v8", shutdownTimeout: 10 * time.Second},
+			want: config{listen: ":2", version: "v8", shutdownTimeout: 10 * time.Second, servingFile: "/tmp/serving"},
 		},
-		{name: "no file needed with a version", args: []string{"-version-file", missing, "-version", "v1"}, want: config{listen: ":9104", version: "v1", shutdownTimeout: 10 * time.Second}},
+		{name: "no file needed with a version", args: []string{"-version-file", missing, "-version", "v1"}, want: config{listen: ":9104", version: "v1", shutdownTimeout: 10 * time.Second, servingFile: "/tmp/serving"}},
+		{
+			name: "handoff from the environment",
+			args: []string{"-version-file", versionFile},
+			env:  map[string]string{"EXPORTER_HANDOFF_DIR": "/handoff", "EXPORTER_SERVING_FILE": "/run/serving"},
+			want: config{listen: ":9104", version: "v7", shutdownTimeout: 10 * time.Second, handoffDir: "/handoff", servingFile: "/run/serving"},
+		},
+		{
+			name: "handoff flags win over the environment",
+			args: []string{"-version-file", versionFile, "-handoff-dir", "/shared", "-serving-file", "/serving"},
+			env:  map[string]string{"EXPORTER_HANDOFF_DIR": "/handoff", "EXPORTER_SERVING_FILE": "/run/serving"},
+			want: config{listen: ":9104", version: "v7", shutdownTimeout: 10 * time.Second, handoffDir: "/shared", servingFile: "/serving"},
+		},
 		{name: "no version at all", args: []string{"-version-file", missing}, wantErr: "no version: give -version, set EXPORTER_VERSION or provide " + missing},
 		{name: "empty version file", args: []string{"-version-file", empty}, wantErr: "no version: " + empty + " is empty"},
 		{name: "arguments", args: []string{"-version", "v1", "serve"}, wantErr: `unexpected arguments ["serve"]`},
@@ -174,7 +189,7 @@ func started(ctx context.Context, t *testing.T, e *exporter, cfg config, log io.
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- e.serve(ctx, ln, cfg, slog.New(slog.NewTextHandler(log, nil))) }()
+	go func() { done <- e.serve(ctx, ln, cfg, nil, slog.New(slog.NewTextHandler(log, nil))) }()
 	return "http://" + ln.Addr().String(), done
 }
 
@@ -304,7 +319,9 @@ func TestShutdownDelay(t *testing.T) {
 // and logs one line about stopping.
 func TestSIGTERM(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-listen", "127.0.0.1:0", "-version", "v5")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	// Outside the handoff mode there is no serving mark.
+	mark := filepath.Join(t.TempDir(), "serving")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "EXPORTER_SERVING_FILE="+mark)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -325,6 +342,9 @@ func TestSIGTERM(t *testing.T) {
 	}
 	url := "http://" + m[1]
 	waitReady(t, url)
+	if exists(mark) {
+		t.Errorf("the exporter made the serving mark %s outside the handoff mode", mark)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -337,6 +357,310 @@ func TestSIGTERM(t *testing.T) {
 	}
 	if len(rest) != 1 || !strings.Contains(rest[0], `cause="terminated signal received"`) {
 		t.Errorf("log after SIGTERM = %q, want one line naming the signal", rest)
+	}
+}
+
+func TestEnvVersion(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  int
+		warns bool
+	}{
+		{value: "", want: 0},
+		{value: "0", want: 0},
+		{value: "3", want: 3},
+		{value: "12", want: 12},
+		{value: "v2", warns: true},
+		{value: "-1", warns: true},
+		{value: " 2", warns: true},
+		{value: "1.5", warns: true},
+	} {
+		var log strings.Builder
+		getenv := func(k string) string {
+			if k == altVersionEnv {
+				return tc.value
+			}
+			return "9"
+		}
+		got := envVersion(getenv, altVersionEnv, slog.New(slog.NewTextHandler(&log, nil)))
+		if got != tc.want {
+			t.Errorf("envVersion(%q) = %d, want %d", tc.value, got, tc.want)
+		}
+		if warned := strings.Contains(log.String(), "level=WARN"); warned != tc.warns {
+			t.Errorf("envVersion(%q) logged %q, want a warning: %v", tc.value, log.String(), tc.warns)
+		}
+	}
+}
+
+// TestHandoff hands the port from version 1 to version 2 while one client
+// polls /version on new connections and another on a connection kept
+// alive: no request fails, every request after the takeover reaches
+// version 2, and version 1 stays, idle, until it is stopped.
+func TestHandoff(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	oldSock, newSock := filepath.Join(dir, "exporter-1.sock"), filepath.Join(dir, "exporter-2.sock")
+	old := startHandoff(t, dir, addr, "v1", 1, 0)
+	waitFor(t, "v1 serving", func() bool { return exists(old.mark) })
+	if got := askControl(t, oldSock, "stop\n"); !strings.HasPrefix(got, "error: ") {
+		t.Errorf("v1 answered %q to an unknown request, want an error", got)
+	}
+
+	var (
+		mu       sync.Mutex
+		answers  = map[string]int{} // by phase:client:version
+		failures []string
+		tookOver atomic.Bool
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	count := func(key string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return answers[key]
+	}
+	poll := func(name string, client *http.Client) {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			phase := "before:"
+			if tookOver.Load() {
+				phase = "after:"
+			}
+			code, body, err := getVia(client, "http://"+addr+"/version")
+			mu.Lock()
+			switch {
+			case err != nil:
+				failures = append(failures, fmt.Sprintf("%s: %v", name, err))
+			case code != http.StatusOK:
+				failures = append(failures, fmt.Sprintf("%s: %d %q", name, code, body))
+			default:
+				answers[phase+name+":"+strings.TrimSpace(body)]++
+			}
+			mu.Unlock()
+		}
+	}
+	clients := map[string]*http.Client{
+		"new":  {Transport: &http.Transport{DisableKeepAlives: true}},
+		"kept": {Transport: &http.Transport{}},
+	}
+	for name, c := range clients {
+		wg.Go(func() { poll(name, c) })
+	}
+	defer func() {
+		// Stopped already unless the test failed early.
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}()
+	waitFor(t, "both clients answered by v1", func() bool { return count("before:new:v1") > 0 && count("before:kept:v1") > 0 })
+
+	succ := startHandoff(t, dir, addr, "v2", 2, 1)
+	waitFor(t, "v2 serving", func() bool { return exists(succ.mark) })
+	tookOver.Store(true)
+	if exists(old.mark) {
+		t.Errorf("v1's serving mark %s is still there after the takeover", old.mark)
+	}
+	waitFor(t, "both clients answered by v2 after the takeover", func() bool { return count("after:new:v2") >= 20 && count("after:kept:v2") >= 20 })
+	close(stop)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Errorf("%d requests failed during the handoff, want none: %q", len(failures), failures)
+	}
+	for key, n := range answers {
+		if strings.HasPrefix(key, "after:") && !strings.HasSuffix(key, ":v2") {
+			t.Errorf("%d requests after the takeover answered %s, want v2 only", n, key)
+		}
+	}
+	succ.waitLog(t, `msg="took over" version=2 predecessor=1 sockets=1`)
+
+	select {
+	case <-old.done:
+		t.Fatalf("v1 exited on release with %v, want it idle until stopped", old.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	// Idle, it answers a second release at once: a successor that restarts
+	// asks again.
+	if got := askControl(t, oldSock, "release\n"); got != "released\n" {
+		t.Errorf("idle v1 answered %q to a second release, want \"released\"", got)
+	}
+	old.stop(t)
+	if exists(oldSock) {
+		t.Errorf("v1 left its control socket %s", oldSock)
+	}
+	if code, body := get(t, "http://"+addr+"/version"); code != http.StatusOK || body != "v2\n" {
+		t.Errorf("/version once v1 exited = %d %q, want v2", code, body)
+	}
+	succ.stop(t)
+	if exists(succ.mark) || exists(newSock) {
+		t.Errorf("v2 left its serving mark or its control socket: %v, %v", exists(succ.mark), exists(newSock))
+	}
+}
+
+// TestHandoffPassesEverySocket: the second upgrade passes on the socket of
+// the first exporter too, and the last one accepts on all three.
+func TestHandoffPassesEverySocket(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	var last *handoffRun
+	for v := 1; v <= 3; v++ {
+		last = startHandoff(t, dir, addr, fmt.Sprintf("v%d", v), v, v-1)
+		waitFor(t, fmt.Sprintf("v%d serving", v), func() bool { return exists(last.mark) })
+	}
+	last.waitLog(t, `msg="took over" version=3 predecessor=2 sockets=2`)
+	// The kernel spreads new connections over the three sockets: one that
+	// nobody accepted on would leave some unanswered.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	for range 30 {
+		if code, body, err := getVia(client, "http://"+addr+"/version"); err != nil || code != http.StatusOK || body != "v3\n" {
+			t.Fatalf("/version = %d %q, %v; want v3", code, body, err)
+		}
+	}
+}
+
+// TestSuccessorWithoutPredecessor: a successor whose predecessor is gone
+// serves all the same.
+func TestSuccessorWithoutPredecessor(t *testing.T) {
+	addr := freePort(t)
+	in := startHandoff(t, t.TempDir(), addr, "v3", 3, 2)
+	waitFor(t, "v3 serving", func() bool { return exists(in.mark) })
+	if code, body := get(t, "http://"+addr+"/version"); code != http.StatusOK || body != "v3\n" {
+		t.Errorf("/version = %d %q, want v3", code, body)
+	}
+	in.waitLog(t, `msg="the predecessor did not release" predecessor=2`)
+	in.waitLog(t, `msg="took over" version=3 predecessor=2 sockets=0`)
+	in.stop(t)
+}
+
+// TestOlderVersionIdles: an exporter older than the other container's
+// does not listen, and exits 0 when stopped.
+func TestOlderVersionIdles(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	in := startHandoff(t, dir, addr, "v1", 1, 2)
+	in.waitLog(t, `msg="not serving: the other container runs a newer version" version=1 other=2`)
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("%s accepts connections, want nobody listening", addr)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("connect to %s: %v, want connection refused", addr, err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 || exists(in.mark) {
+		t.Errorf("handoff dir holds %v (%v), serving mark: %v; want neither a control socket nor a mark", entries, err, exists(in.mark))
+	}
+	select {
+	case <-in.done:
+		t.Fatalf("the exporter exited with %v before it was stopped", in.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	in.stop(t)
+}
+
+// handoffRun is an exporter run in the handoff mode in-process.
+type handoffRun struct {
+	mark   string
+	log    *syncBuffer
+	cancel context.CancelFunc
+	done   chan struct{} // closed once run returned err
+	err    error
+}
+
+// startHandoff runs an exporter of the given version, with SIDECARSET_VERSION
+// v and SIDECARSET_VERSION_ALT a, on addr; its serving mark is in a
+// directory of its own, as in a container of its own.
+func startHandoff(t *testing.T, dir, addr, version string, v, a int) *handoffRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &handoffRun{mark: filepath.Join(t.TempDir(), "serving"), log: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
+	cfg := config{listen: addr, version: version, shutdownTimeout: 10 * time.Second, handoffDir: dir, servingFile: r.mark}
+	env := map[string]string{versionEnv: strconv.Itoa(v), altVersionEnv: strconv.Itoa(a)}
+	go func() {
+		defer close(r.done)
+		r.err = run(ctx, cfg, func(k string) string { return env[k] }, slog.New(slog.NewTextHandler(r.log, nil)))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", version, r.log)
+		}
+	})
+	return r
+}
+
+// stop cancels the run, which must return nil.
+func (r *handoffRun) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the exporter did not return 15s after it was stopped")
+	}
+	if r.err != nil {
+		t.Errorf("run = %v, want nil", r.err)
+	}
+}
+
+// waitLog waits for a log line that contains s; the serving mark may come
+// before the line that follows it.
+func (r *handoffRun) waitLog(t *testing.T, s string) {
+	t.Helper()
+	waitFor(t, "log line with "+s, func() bool { return strings.Contains(r.log.String(), s) })
+}
+
+// askControl sends req to the control socket at path and returns the
+// answer line.
+func askControl(t *testing.T, path, req string) string {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(15 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the answer to %q: %v", req, err)
+	}
+	return answer
+}
+
+// freePort returns a loopback address nobody listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 5s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -367,6 +691,17 @@ func get(t *testing.T, url string) (int, string) {
 		t.Fatalf("read %s: %v", url, err)
 	}
 	return resp.StatusCode, string(body)
+}
+
+// getVia is get for another goroutine than the test's, with client.
+func getVia(client *http.Client, url string) (int, string, error) {
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 // parseMetrics parses the text format and returns each sample's value by
