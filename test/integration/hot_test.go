@@ -69,7 +69,11 @@ func (f *testFixture) pollExporter(pod *corev1.Pod) (stop func() []string) {
 	done := make(chan result, 1)
 	go func() {
 		out, err := f.C.Exec(ctx, pod, fixture.AppContainer, "sh", "-c",
-			`rm -f /tmp/stop; while [ ! -e /tmp/stop ]; do wget -q -T 2 -O- http://127.0.0.1:9104/version 2>/dev/null || echo FAIL; sleep 0.05; done`)
+			// nc rather than busybox's static wget, which crashes.
+			`rm -f /tmp/stop; while [ ! -e /tmp/stop ]; do
+				v=$(printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 2 127.0.0.1 9104 2>/dev/null | tail -n 1)
+				echo "${v:-FAIL}"; sleep 0.05
+			done`)
 		done <- result{out, err}
 	}()
 	return func() []string {
@@ -152,6 +156,13 @@ func assertHandedOver(t *testing.T, answers []string, from, to string) {
 			t.Errorf("request %d answered %q, neither %s nor %s", i+1, a, from, to)
 		}
 	}
+	n := 0
+	for _, a := range answers {
+		if a == from {
+			n++
+		}
+	}
+	t.Logf("%d requests during the hot upgrade: %d answered by %s, then %d by %s", len(answers), n, from, len(answers)-n, to)
 	if answers[0] != from || answers[len(answers)-1] != to {
 		t.Errorf("answers went from %s to %s, want from %s to %s (%d answers)", answers[0], answers[len(answers)-1], from, to, len(answers))
 	}
