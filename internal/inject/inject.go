@@ -635,7 +635,7 @@ func (b *builder) add(set *v1alpha1.SidecarSet, rec revision.SetState, computed 
 			s.built.Resources = r
 		}
 		b.injected = append(b.injected, s)
-		if !s.init && finishes(b.pod) {
+		if !s.init && s.slot < 2 && finishes(b.pod) {
 			b.warn(set.Name, ReasonInjectionWarning, "SidecarSet %q container %q is a regular container in a pod with restartPolicy %s, which never completes while it runs: set the SidecarSet's jobPods to NativeSidecar, or declare the container under initContainers with restartPolicy: Always", set.Name, s.c.Name, b.pod.Spec.RestartPolicy)
 		}
 	}

@@ -72,7 +72,7 @@ func validateContainers(spec *v1alpha1.SidecarSetSpec, fld *field.Path) field.Er
 		}
 		if c.Hot() {
 			errs = append(errs, field.Forbidden(p.Child("upgradeStrategy", "upgradeType"),
-				"HotUpgrade is for regular sidecars (containers): an init container runs once, and a native sidecar's restart order is the pod's"))
+				"HotUpgrade is for regular sidecars (containers): an init container runs once, and a native sidecar is declared and updated alone"))
 		}
 		checkName(c.Name, p.Child("name"))
 	}
