@@ -513,8 +513,10 @@ func Next(in Input) (Plan, error) {
 				wr = *u.State.Write
 				wr.Generation = max(wr.Generation, w.pod.Generation+1)
 			}
-			if u.State.Write == nil || wr != *u.State.Write || !wr.WasReady {
-				wr.WasReady = true
+			// Counted from now on, within maxUnavailable: no longer a
+			// disruption the rollout took no slot for.
+			if u.State.Write == nil || wr != *u.State.Write || !wr.WasReady || wr.TurnedReady {
+				wr.WasReady, wr.TurnedReady = true, false
 				u.State.Write, u.WithRecord = &wr, true
 			}
 		}
