@@ -56,16 +56,7 @@ func TestModelHotKept(t *testing.T) {
 		// settle came after: the status went from Complete back to
 		// Progressing and Complete again.
 		v1, v2 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1)
-		pod := keptHotPod("p01", v1)
-		report(pod, false, running("app", 1, "mysql:8", false), running("proxy-1", 2, "proxy:v1", true),
-			running("proxy-2", 3, "empty:v1", true))
-		plan := keptNext(t, v2, pod)
-		if len(plan.Updates) != 1 || !writes(plan.Updates[0], "proxy-2", "proxy:v2") {
-			t.Fatalf("updates %+v, want proxy:v2 written into proxy-2", plan.Updates)
-		}
-		pod = keptApply(t, pod, v2, plan.Updates[0])
-		report(pod, false, running("app", 1, "mysql:8", false), running("proxy-1", 2, "proxy:v1", true),
-			running("proxy-2", 4, "proxy:v2", true))
+		pod := nextStarted(t, v1, v2, false)
 		latest := rollout.NewLatest(v2)
 		pods := []rollout.Pod{rollout.Classify(pod, keptRecord(t, pod), latest)}
 		plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: v2.Spec.UpdateStrategy})
@@ -144,16 +135,8 @@ func TestModelHotKept(t *testing.T) {
 		v1 := keptHotSet("proxy:v1", 1)
 		v2 := keptHotSet("proxy:v2", 1)
 		v2.Spec.DriftPolicy = v1alpha1.DriftRevert
-		pod := keptHotPod("p01", v1)
-		report(pod, true, running("app", 1, "mysql:8", true), running("proxy-1", 2, "proxy:v1", true),
-			running("proxy-2", 3, "empty:v1", true))
-		plan := keptNext(t, v2, pod)
-		if len(plan.Updates) != 1 || !writes(plan.Updates[0], "proxy-2", "proxy:v2") {
-			t.Fatalf("updates %+v, want proxy:v2 written into proxy-2", plan.Updates)
-		}
-		pod = keptApply(t, pod, v2, plan.Updates[0])
-		report(pod, true, running("app", 1, "mysql:8", true), running("proxy-1", 2, "proxy:v1", true),
-			running("proxy-2", 4, "proxy:v2", true))
+		pod := nextStarted(t, v1, v2, true)
+		var plan rollout.Plan
 		// The hand edit, and the kubelet failing to pull it.
 		pod.Spec.Containers[1].Image = "proxy-pull-fails:by-hand"
 		pod.Generation++
@@ -200,16 +183,8 @@ func TestModelHotKept(t *testing.T) {
 		// never went into the emptied slot. The rollout completed with the
 		// pod on proxy:v2.
 		v1, v2, v3 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1), keptHotSet("proxy:v3", 1)
-		pod := keptHotPod("p01", v1)
-		report(pod, true, running("app", 1, "mysql:8", true), running("proxy-1", 2, "proxy:v1", true),
-			running("proxy-2", 3, "empty:v1", true))
-		plan := keptNext(t, v2, pod)
-		if len(plan.Updates) != 1 || !writes(plan.Updates[0], "proxy-2", "proxy:v2") {
-			t.Fatalf("updates %+v, want proxy:v2 written into proxy-2", plan.Updates)
-		}
-		pod = keptApply(t, pod, v2, plan.Updates[0])
-		report(pod, true, running("app", 1, "mysql:8", true), running("proxy-1", 2, "proxy:v1", true),
-			running("proxy-2", 4, "proxy:v2", true))
+		pod := nextStarted(t, v1, v2, true)
+		var plan rollout.Plan
 		// The kubelet acts on each write, and reports it done, until
 		// the plan writes nothing more.
 		id := 5
@@ -350,4 +325,23 @@ func actions(plan rollout.Plan) []string {
 		out = append(out, u.Pod.Name+" "+string(u.Action))
 	}
 	return out
+}
+
+// nextStarted returns p01, injected with v1 and running, once v2's first
+// write is done: proxy:v2 written into proxy-2, which the kubelet has
+// started, ready, beside proxy-1. appReady says whether the app, and so
+// the pod, is ready.
+func nextStarted(t *testing.T, v1, v2 *v1alpha1.SidecarSet, appReady bool) *corev1.Pod {
+	t.Helper()
+	pod := keptHotPod("p01", v1)
+	report(pod, appReady, running("app", 1, "mysql:8", appReady), running("proxy-1", 2, "proxy:v1", true),
+		running("proxy-2", 3, "empty:v1", true))
+	plan := keptNext(t, v2, pod)
+	if len(plan.Updates) != 1 || !writes(plan.Updates[0], "proxy-2", "proxy:v2") {
+		t.Fatalf("updates %+v, want proxy:v2 written into proxy-2", plan.Updates)
+	}
+	pod = keptApply(t, pod, v2, plan.Updates[0])
+	report(pod, appReady, running("app", 1, "mysql:8", appReady), running("proxy-1", 2, "proxy:v1", true),
+		running("proxy-2", 4, "proxy:v2", true))
+	return pod
 }

@@ -390,13 +390,16 @@ func Next(in Input) (Plan, error) {
 			}
 		}
 	}
+	// What a pod still owes of a write already made, when nothing else
+	// writes it now.
 	for _, p := range pods {
-		if len(p.ResizeOwed) > 0 && !isDue[p.Key] && !slices.ContainsFunc(work, func(w item) bool { return w.pod.Key == p.Key }) {
-			work = append(work, item{p, ActionResize})
+		if isDue[p.Key] || slices.ContainsFunc(work, func(w item) bool { return w.pod.Key == p.Key }) {
+			continue
 		}
-	}
-	for _, p := range pods {
-		if len(p.HandoffOwed) > 0 && !isDue[p.Key] && !slices.ContainsFunc(work, func(w item) bool { return w.pod.Key == p.Key }) {
+		switch {
+		case len(p.ResizeOwed) > 0:
+			work = append(work, item{p, ActionResize})
+		case len(p.HandoffOwed) > 0:
 			work = append(work, item{p, ActionHandoff})
 		}
 	}
@@ -690,8 +693,10 @@ func exhausted(budgets []Budget, spent map[string]int32) (Budget, bool) {
 // kubelet already acted on that edit.
 func updateOf(p Pod, latest Latest) PodUpdate {
 	if len(p.HandoffOwed) > 0 {
-		// The handoff first (hot.go); the pod is due again after it.
-		return handoffOf(p, latest)
+		if h := handoffOf(p, latest); len(h.Containers) > 0 {
+			// The handoff first (hot.go); the pod is due again after it.
+			return h
+		}
 	}
 	u := PodUpdate{Pod: p.Key, Action: ActionUpdate, State: revision.SetState{
 		Revision:      latest.Name,
