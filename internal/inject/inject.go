@@ -745,7 +745,7 @@ func qosWarning(before, after *corev1.Pod, injected []sidecar) (string, []string
 	var culprits, sets []string
 	for _, s := range injected {
 		if containerQOS(&s.container().Resources) != was {
-			culprits = append(culprits, fmt.Sprintf("SidecarSet %q container %q", s.set, s.c.Name))
+			culprits = append(culprits, fmt.Sprintf("SidecarSet %q container %q", s.set, s.container().Name))
 			if !slices.Contains(sets, s.set) {
 				sets = append(sets, s.set)
 			}
