@@ -105,11 +105,10 @@ func (h hotPair) step(p Pod, target, empty string) (string, hotWrite, bool) {
 	case next.Hot.Version != 0 && n.handedOver():
 		// The old version has given its work up: whatever the target,
 		// it only idles now, and the next one is the one to keep. A write
-		// of the old slot still in flight (a drift revert) goes first: a
-		// status of the handoff's spec could show its container.
-		if !s.InFlight {
-			return s.Name, hotWrite{empty, 0}, true
-		}
+		// of the old slot still in flight (a drift revert, an image that
+		// does not pull) is gone over: its container, should the kubelet
+		// still start it, does not complete the handoff (UpdateComplete).
+		return s.Name, hotWrite{empty, 0}, true
 	case SameImage(target, s.Image):
 		if !SameImage(empty, n.Image) || next.Hot.Version != 0 {
 			return n.Name, hotWrite{empty, 0}, true

@@ -799,11 +799,15 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 			// is the one to see replaced.
 			rc.PreviousContainerID = c.ContainerID
 		}
+		if !slices.Contains(rc.Superseded, rc.Image) {
+			rc.Superseded = append(slices.Clip(rc.Superseded), rc.Image)
+		}
 		return rc
 	}
 	rc.PreviousContainerID = c.ContainerID
 	rc.PreviousImageID = c.ImageID
 	rc.PreviousImage = ""
+	rc.Superseded = nil
 	// Started from the image written now: as the last one written, or,
 	// under a hand edit the status does not show apart from it (a pin of
 	// the content it runs), as the image recorded. If the kubelet keeps it,
@@ -823,7 +827,7 @@ func (c Container) imageComplete() bool {
 
 // settled forgets the previous container of a complete one, and its resize.
 func settled(rc revision.ContainerState) revision.ContainerState {
-	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage = "", "", ""
+	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage, rc.Superseded = "", "", "", nil
 	rc.Resized, rc.Resources = false, nil
 	return rc
 }
