@@ -84,7 +84,10 @@ func TestModel(t *testing.T) {
 // modelHot adds HotUpgrade sidecars to the sets TestModel draws. Off by
 // default until they run long without a failure: with them the model found
 // seven defects, fixed and kept in model_hot_test.go, and one still open,
-// two pods disrupted at once (`-model.hot -rapid.seed=5464434711483783618`).
+// two pods disrupted at once (`-model.hot -rapid.seed=5464434711483783618`):
+// a pod whose write is done but for its resize, back and ready, counts
+// again for the set once another rollout takes it down, and the set then
+// writes its handoff, once it is back, as if it held a slot.
 var modelHot = flag.Bool("model.hot", false, "TestModel: draw HotUpgrade sidecars too")
 
 // modelChecks is how many random cases TestModel runs by default.
