@@ -31,13 +31,7 @@ func TestMetrics(t *testing.T) {
 	mgr := cluster.ManagerProcess(t)
 	url := mgr.MetricsURL()
 	set := f.SidecarSet("exporter:v1", readyAfter)
-	// A real container restart and readiness take seconds, more on a busy
-	// machine: a deadline that short would stall the rollout itself.
-	deadline := int32(5)
-	if cluster.Kind != fixture.Simulated {
-		deadline = 20
-	}
-	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(deadline)
+	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = deadline(5)
 	f.CreateSet(set)
 	of := func(more ...string) map[string]string {
 		labels := map[string]string{"sidecarset": f.Set}

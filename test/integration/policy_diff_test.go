@@ -150,6 +150,7 @@ func privileged() v1alpha1.SidecarContainer {
 // (the manager, with the sets created) and through the sets' compiled
 // policies (the sets not created), and compares what the apiserver stored.
 func TestPolicyInjectsAsWebhook(t *testing.T) {
+	admissionOnly(t)
 	for _, tc := range diffCorpus() {
 		t.Run(tc.name, func(t *testing.T) { runDiff(t, tc) })
 	}
@@ -158,6 +159,7 @@ func TestPolicyInjectsAsWebhook(t *testing.T) {
 // TestPolicyInjectsAsWebhookGenerated does the same for generated sets and
 // pods.
 func TestPolicyInjectsAsWebhookGenerated(t *testing.T) {
+	admissionOnly(t)
 	n := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		n++

@@ -191,7 +191,7 @@ func TestNeverReadyPods(t *testing.T) {
 	const pods = 12
 	f := newFixture(t)
 	set := f.SidecarSet("exporter:v1", 1)
-	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(5))
+	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = deadline(5)
 	f.CreateSet(set)
 	for i, name := range []string{"p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08", "p09", "p10", "p11", "p12"} {
 		pod := f.NewPod(name)

@@ -40,6 +40,25 @@ func newFixture(t testing.TB) *testFixture {
 	return &testFixture{fixture.New(t, cluster)}
 }
 
+// deadline returns progressDeadlineSeconds for a rollout that must not
+// stall: short on simulated nodes, 20 s on a real node, where a container
+// restart and readiness take seconds, more on a busy machine.
+func deadline(short int32) *int32 {
+	if cluster.Kind != fixture.Simulated {
+		return new(max(short, 20))
+	}
+	return new(short)
+}
+
+// admissionOnly skips, on a real node, a test of what the apiserver stores
+// at admission alone: no node acts on it, and the simulated run covers it.
+func admissionOnly(t testing.TB) {
+	t.Helper()
+	if cluster.Kind != fixture.Simulated {
+		t.Skip("admission only: what the apiserver stores, which no node acts on; the simulated run covers it")
+	}
+}
+
 // simulatedOnly skips a test that needs what only simulated nodes do:
 // images whose names say how they fail, a registry whose tags a ConfigMap
 // re-points.
