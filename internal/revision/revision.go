@@ -291,7 +291,8 @@ type Write struct {
 	// WasReady: the pod's Ready condition was True just before the write.
 	// Only such a write disrupts a pod the rollout must count against
 	// maxUnavailable and PodDisruptionBudgets; a pod that was not ready
-	// loses nothing by it.
+	// loses nothing by it. It is cleared once the pod is back but for a
+	// resize still to write (rollout.ActionRecordBack).
 	WasReady bool `json:"wasReady,omitempty"`
 	// TurnedReady: WasReady was set after the write, when the pod, not
 	// ready when written, turned ready with the write still to come

@@ -45,6 +45,13 @@ type Pod struct {
 	// still runs: the restart will take it down, so it counts from then on
 	// (ActionRecordDisruption).
 	Disrupting bool
+	// BackButResize: the write disrupted the pod, and the pod is ready
+	// again with the write done but for a resize still to write
+	// (ResizeOwed). It no longer counts: the resize is a disruption of its
+	// own. The record says so (ActionRecordBack), or it would count again
+	// once something else takes the pod down, and the rollout would write
+	// into it as into a pod whose slot it holds.
+	BackButResize bool
 	// Back: the last write into the pod is done: every running sidecar is
 	// complete and, if the write disrupted the pod, the pod is ready again.
 	// The record still describes the write; it is settled (ActionSettle),
@@ -328,6 +335,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		// first write is done: its handoff takes a slot of its own.
 		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
 		p.Disrupting = !p.Ready && !waitsForResize && !waitsForHandoff
+		p.BackButResize = waitsForResize
 		p.Back = p.Ready
 	default:
 		p.Back = complete

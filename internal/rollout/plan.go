@@ -117,12 +117,16 @@ const (
 	// (Pod.Disrupting): the write is recorded as a disruption, so the pod
 	// counts until it is back.
 	ActionRecordDisruption Action = "RecordDisruption"
+	// ActionRecordBack writes only the record of a pod back but for a
+	// resize still to write (Pod.BackButResize): its write no longer counts
+	// as a disruption.
+	ActionRecordBack Action = "RecordBack"
 )
 
 // RecordOnly reports whether u writes the record alone: bookkeeping, not a
 // rollout step.
 func (u PodUpdate) RecordOnly() bool {
-	return u.Action == ActionSettle || u.Action == ActionRecordDisruption
+	return u.Action == ActionSettle || u.Action == ActionRecordDisruption || u.Action == ActionRecordBack
 }
 
 // Stamped returns u with at, the time the controller writes it, kept in
@@ -547,9 +551,10 @@ func Next(in Input) (Plan, error) {
 	return plan, nil
 }
 
-// settle appends to updates a settle of every pod that is Back, and a
-// record of the disruption of every pod written while not ready that the
-// write is about to disrupt, when updates do not write them. This is
+// settle appends to updates a settle of every pod that is Back, a record
+// of the disruption of every pod written while not ready that the write is
+// about to disrupt, and a record of every pod back but for a resize, when
+// updates do not write them. This is
 // bookkeeping, not a rollout step: it is done paused or not, and whatever
 // holds the pod's next update.
 func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
@@ -567,6 +572,12 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 			// The same write, its generation and time kept.
 			w := *p.Record.Write
 			w.WasReady, w.TurnedReady = true, true
+			u.State.Write = &w
+			updates = append(updates, u)
+		case p.BackButResize:
+			u := PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: p.Record}
+			w := *p.Record.Write
+			w.WasReady, w.TurnedReady = false, false
 			u.State.Write = &w
 			updates = append(updates, u)
 		}
