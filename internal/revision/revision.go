@@ -333,13 +333,6 @@ type ContainerState struct {
 	PreviousImageID     string `json:"previousImageID,omitempty"`
 	PreviousContainerID string `json:"previousContainerID,omitempty"`
 	PreviousImage       string `json:"previousImage,omitempty"`
-	// Superseded lists the images of earlier writes of this container that
-	// the last one went over while they were in flight and had not run
-	// (written in order, oldest first). The kubelet may still start one of
-	// them, from a sync that began before it saw the last write: a new
-	// container that shows such an image, and not the one written, is
-	// that write's, about to be replaced, and proves nothing.
-	Superseded []string `json:"superseded,omitempty"`
 	// Resized: the last in-place write of this container also changed its
 	// cpu or memory (through pods/resize). The write is complete only once
 	// the kubelet shows the pod spec's resources applied

@@ -43,14 +43,17 @@ type Pod struct {
 	// lost nothing by the write, and it may stay not ready for reasons of
 	// its own; unless it is seen ready while the sidecar the write restarts
 	// still runs: the restart will take it down, so it counts from then on
-	// (ActionRecordDisruption).
+	// (ActionRecordDisruption). A pod back but for a resize still to write
+	// stops counting once its record says so (BackButResize): the resize
+	// is a disruption of its own.
 	Disrupting bool
 	// BackButResize: the write disrupted the pod, and the pod is ready
 	// again with the write done but for a resize still to write
-	// (ResizeOwed). It no longer counts: the resize is a disruption of its
-	// own. The record says so (ActionRecordBack), or it would count again
-	// once something else takes the pod down, and the rollout would write
-	// into it as into a pod whose slot it holds.
+	// (ResizeOwed): the resize is a disruption of its own. Next records
+	// that the pod is back (ActionRecordBack), and from then on it does
+	// not count; until then it does, or, should that write not land and
+	// another rollout take the pod down, it would count again, the slot
+	// freed meanwhile gone to another pod.
 	BackButResize bool
 	// Back: the last write into the pod is done: every running sidecar is
 	// complete and, if the write disrupted the pod, the pod is ready again.
@@ -131,6 +134,10 @@ type Container struct {
 	Ready bool
 	// StatusImage is the image the container's status shows.
 	StatusImage string
+	// StartFailed: the container does not run, and waits because the
+	// kubelet could not start it (startFailed): its image does not pull,
+	// or it keeps crashing.
+	StartFailed bool
 	// Unacted: the container's pod spec image differs from the one last
 	// written (someone else changed it), and the kubelet has still to act on
 	// that change: the status shows the container running another image, or
@@ -226,6 +233,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			Running:     st.State.Running != nil,
 			Ready:       st.Ready,
 			StatusImage: st.Image,
+			StartFailed: startFailed(st),
 			Recorded:    rc,
 		}
 		drifted := !SameImage(rc.Image, c.Image)
@@ -329,12 +337,17 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	case rec.Write.WasReady:
 		// A ready pod whose write lacks only its resize runs, ready, what
 		// it ran: the resize still to write is a disruption of its own,
-		// which ActionResize takes as a new write does.
+		// which ActionResize takes as a new write does once the record
+		// says the pod is back (BackButResize).
 		waitsForResize := p.PodReady && onlyOwed && len(p.ResizeOwed) > 0
 		// A hot upgrade counted only since the pod turned ready, whose
 		// first write is done: its handoff takes a slot of its own.
 		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
-		p.Disrupting = !p.Ready && !waitsForResize && !waitsForHandoff
+		// Until the record says it is back but for the resize
+		// (ActionRecordBack), the pod counts: should that write not land,
+		// and another rollout take the pod down, it would count again,
+		// and the slot freed meanwhile would have gone to another pod.
+		p.Disrupting = !p.Ready && !waitsForHandoff
 		p.BackButResize = waitsForResize
 		p.Back = p.Ready
 	default:

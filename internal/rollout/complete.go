@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,13 +54,6 @@ import (
 // judged as it was then: by the imageID changing, or a declared digest
 // equal to the running one.
 //
-// A write can go over one in flight whose container has not run yet (an
-// update over a revert that still pulls, a newer image over one that never
-// pulled). The kubelet may yet start that write's container, from a sync
-// that began before it saw the last write, and its first status at the
-// last write's generation then shows it: a new container that shows an
-// image of rc.Superseded, and not the one written, is not complete.
-//
 // A container that is not running (waiting in ErrImagePull or
 // CrashLoopBackOff, or terminated) is not complete: it runs nothing yet.
 //
@@ -77,8 +69,6 @@ import (
 //	written x:v1 (undo),    c1 still running, generation seen    → true  (the kubelet never acted)
 //	written x:v2,           c2 running, observedGeneration < write's → false
 //	written x:v2,           waiting ErrImagePull                 → false
-//	written x:v3 over x:v2 in flight, c2 running x:v2             → false (x:v2's container, about to go)
-//	written x:v3 over x:v2 in flight, c3 running x:v3             → true
 //	no write,               c1 running                           → true  (as injected)
 func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1.ContainerStatus, observedGeneration int64) bool {
 	if st.State.Running == nil {
@@ -105,19 +95,7 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 	if backToPrevious && rc.PreviousImageID != "" {
 		return sameImageID(st.ImageID, rc.PreviousImageID)
 	}
-	return !showsSuperseded(rc, st)
-}
-
-// showsSuperseded reports whether st shows a new container started for a
-// write that rc's last write went over before it ran (rc.Superseded): it
-// shows that write's image, and not the one last written.
-func showsSuperseded(rc revision.ContainerState, st corev1.ContainerStatus) bool {
-	if runsImage(st, rc.Image) {
-		return false
-	}
-	return slices.ContainsFunc(rc.Superseded, func(image string) bool {
-		return !SameImage(image, rc.Image) && runsImage(st, image)
-	})
+	return true
 }
 
 // sameImageID reports whether two status imageIDs name the same content:

@@ -22,17 +22,6 @@ func TestUpdateComplete(t *testing.T) {
 		return revision.ContainerState{Name: "exporter", Image: image,
 			PreviousContainerID: c1, PreviousImage: "x:v1", PreviousImageID: "r/x@" + aaa}
 	}
-	ccc := digest("exporter:v3")
-	// over returns the record of a write of image over c1 that went over
-	// superseded, written after c1 ran and not run yet.
-	over := func(image string, superseded ...string) revision.ContainerState {
-		rc := written(image)
-		rc.Superseded = superseded
-		return rc
-	}
-	shown := func(id, image, digest string) corev1.ContainerStatus {
-		return corev1.ContainerStatus{ContainerID: id, Image: image, ImageID: "r/x@" + digest, State: run}
-	}
 	write := &revision.Write{WasReady: true, Generation: 3}
 	status := func(id, imageID string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{ContainerID: id, ImageID: imageID, State: run}
@@ -104,28 +93,6 @@ func TestUpdateComplete(t *testing.T) {
 		{
 			name: "kubelet has seen the write's generation", recorded: written("x:v2"), write: write,
 			status: status(c2, "r/x@"+bbb), observed: 3, want: true,
-		},
-		{
-			// x:v3 went over x:v2 before its container ran; the kubelet
-			// started it anyway, in a sync that began before it saw x:v3.
-			name: "over a write in flight, that write's container", recorded: over("x:v3", "x:v2"), write: write,
-			status: shown(c2, "x:v2", bbb), observed: 3, want: false,
-		},
-		{
-			name: "over a write in flight, a container of the image written", recorded: over("x:v3", "x:v2"), write: write,
-			status: shown(c3, "x:v3", ccc), observed: 3, want: true,
-		},
-		{
-			// Back to x:v2 again after x:v3: its container is the one
-			// written.
-			name: "over a write in flight, back to its image", recorded: over("x:v2", "x:v2"), write: write,
-			status: shown(c2, "x:v2", bbb), observed: 3, want: true,
-		},
-		{
-			// Two tags of one content show as either: the status cannot
-			// tell the containers apart, and the new one is taken.
-			name: "over a write in flight of the same content", recorded: over("x:v3", "x:v2"), write: write,
-			status: shown(c2, "x:v3", bbb), observed: 3, want: true,
 		},
 		{
 			name: "pull fails", recorded: written("x:v2"), write: write,

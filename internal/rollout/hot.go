@@ -105,10 +105,13 @@ func (h hotPair) step(p Pod, target, empty string) (string, hotWrite, bool) {
 	case next.Hot.Version != 0 && n.handedOver():
 		// The old version has given its work up: whatever the target,
 		// it only idles now, and the next one is the one to keep. A write
-		// of the old slot still in flight (a drift revert, an image that
-		// does not pull) is gone over: its container, should the kubelet
-		// still start it, does not complete the handoff (UpdateComplete).
-		return s.Name, hotWrite{empty, 0}, true
+		// of the old slot still in flight (a drift revert) goes first: a
+		// status of the handoff's spec could show its container. Unless
+		// the kubelet tried it and could not start it (an image that does
+		// not pull): waiting for it could hold the pod for ever.
+		if !s.InFlight || s.stuck() {
+			return s.Name, hotWrite{empty, 0}, true
+		}
 	case SameImage(target, s.Image):
 		if !SameImage(empty, n.Image) || next.Hot.Version != 0 {
 			return n.Name, hotWrite{empty, 0}, true
@@ -117,6 +120,13 @@ func (h hotPair) step(p Pod, target, empty string) (string, hotWrite, bool) {
 		return n.Name, hotWrite{target, serving.Hot.Version + 1}, true
 	}
 	return "", hotWrite{}, false
+}
+
+// stuck reports whether c's write in flight is one the kubelet acted on
+// and could not start: c waits to start, its status showing the image
+// written.
+func (c Container) stuck() bool {
+	return c.InFlight && c.StartFailed && SameImage(c.StatusImage, c.Recorded.Image)
 }
 
 // handedOver reports whether a next slot has taken over: it runs what was

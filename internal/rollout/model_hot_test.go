@@ -127,50 +127,52 @@ func TestModelHotKept(t *testing.T) {
 		// handoff went over the revert in flight and kept the container
 		// before it as the one to see replaced. The kubelet's next status
 		// shows the revert's container running proxy:v1, which the kubelet
-		// is about to replace with empty:v1: it was taken for the handoff's,
-		// the pod for back, and its maxUnavailable slot went to another pod
-		// while it restarted. The handoff then waited for the write in
-		// flight, which held it for ever when that write never ran (the
-		// next case). Now the handoff goes over it, and a container of a
-		// write gone over does not complete the one over it
-		// (revision.ContainerState.Superseded).
+		// is about to replace with empty:v1: it was taken for the
+		// handoff's, the pod for back, and its maxUnavailable slot went to
+		// another pod while it restarted. (Any write over a write in
+		// flight whose container did not run yet is judged so; the
+		// handoff now waits for the write in flight.)
 		v1 := keptHotSet("proxy:v1", 1)
 		v2 := keptHotSet("proxy:v2", 1)
 		v2.Spec.DriftPolicy = v1alpha1.DriftRevert
 		pod := nextStarted(t, v1, v2, true)
+		var plan rollout.Plan
 		// The hand edit, and the kubelet failing to pull it.
 		pod.Spec.Containers[1].Image = "proxy-pull-fails:by-hand"
 		pod.Generation++
 		report(pod, false, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:by-hand", 2, "proxy:v1"),
 			running("proxy-2", 4, "proxy:v2", true))
-		plan := keptNext(t, v2, pod)
+		plan = keptNext(t, v2, pod)
 		if len(plan.Updates) != 1 || plan.Updates[0].Action != rollout.ActionRevertDrift {
 			t.Fatalf("plan %v, want the revert", actions(plan))
 		}
 		pod = keptApply(t, pod, v2, plan.Updates[0])
-		// The kubelet reports the reverted spec before acting on it; the
-		// handoff goes over the revert.
+		// The kubelet reports the reverted spec before acting on it.
 		report(pod, false, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:by-hand", 2, "proxy:v1"),
+			running("proxy-2", 4, "proxy:v2", true))
+		// The handoff waits for the revert in flight, whose container
+		// could otherwise be taken for its own.
+		for _, u := range keptNext(t, v2, pod).Updates {
+			if writes(u, "proxy-1", "empty:v1") {
+				t.Fatalf("%s writes the handoff over the revert in flight", u.Action)
+			}
+		}
+		// The kubelet starts the revert's container; then the handoff.
+		report(pod, true, running("app", 1, "mysql:8", true), running("proxy-1", 5, "proxy:v1", true),
 			running("proxy-2", 4, "proxy:v2", true))
 		plan = keptNext(t, v2, pod)
 		if len(plan.Updates) != 1 || !writes(plan.Updates[0], "proxy-1", "empty:v1") {
-			t.Fatalf("plan %v (held %+v), want the handoff", actions(plan), plan.Held)
+			t.Fatalf("plan %v, want the handoff", actions(plan))
 		}
 		pod = keptApply(t, pod, v2, plan.Updates[0])
-		// The sync of the revert started its container; the kubelet's
-		// next status, at the handoff's generation, shows it.
+		// The kubelet reports the handoff's spec before acting on it.
 		report(pod, true, running("app", 1, "mysql:8", true), running("proxy-1", 5, "proxy:v1", true),
 			running("proxy-2", 4, "proxy:v2", true))
 		p := rollout.Classify(pod, keptRecord(t, pod), rollout.NewLatest(v2))
-		if c := slotOf(p, "proxy-1"); c.Complete || p.Ready {
-			t.Errorf("proxy-1 complete %v running proxy:v1 (%s), written empty:v1; pod Ready %v", c.Complete, c.ContainerID, p.Ready)
-		}
-		// The kubelet replaces it: the handoff is done.
-		report(pod, true, running("app", 1, "mysql:8", true), running("proxy-1", 6, "empty:v1", true),
-			running("proxy-2", 4, "proxy:v2", true))
-		p = rollout.Classify(pod, keptRecord(t, pod), rollout.NewLatest(v2))
-		if c := slotOf(p, "proxy-1"); !c.Complete || !p.Ready {
-			t.Errorf("proxy-1 complete %v on empty:v1, pod Ready %v", c.Complete, p.Ready)
+		for _, c := range p.Containers {
+			if c.Name == "proxy-1" && c.Complete {
+				t.Errorf("proxy-1 complete running proxy:v1 (%s), written empty:v1 (pod Ready %v, Back %v)", c.ContainerID, p.Ready, p.Back)
+			}
 		}
 	})
 	t.Run("a handoff goes over a revert of the old slot that never runs", func(t *testing.T) {
@@ -179,7 +181,8 @@ func TestModelHotKept(t *testing.T) {
 		// by hand to one that runs and reverted, waited with the revert in
 		// flight. The next version took over in proxy-2, and the handoff
 		// waited for the revert, which never ran: the rollout stalled with
-		// the pod Updating.
+		// the pod Updating. It now waits only for a write the kubelet
+		// has not tried yet.
 		bad, v2 := keptHotSet("proxy-pull-fails:v1", 1), keptHotSet("proxy:v2", 1)
 		bad.Spec.DriftPolicy = v1alpha1.DriftRevert
 		pod := keptHotPod("p01", bad)
@@ -360,16 +363,6 @@ func actions(plan rollout.Plan) []string {
 		out = append(out, u.Pod.Name+" "+string(u.Action))
 	}
 	return out
-}
-
-// slotOf returns the container named name of p.
-func slotOf(p rollout.Pod, name string) rollout.Container {
-	for _, c := range p.Containers {
-		if c.Name == name {
-			return c
-		}
-	}
-	return rollout.Container{}
 }
 
 // nextStarted returns p01, injected with v1 and running, once v2's first

@@ -104,7 +104,8 @@ const (
 	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed):
 	// its record landed, the resize after it did not. A pod the record
 	// counts as disrupted takes nothing more; one written while not ready
-	// and ready now takes maxUnavailable and its budgets as any write.
+	// and ready now, or recorded back (ActionRecordBack), takes
+	// maxUnavailable and its budgets as any write.
 	ActionResize Action = "Resize"
 	// ActionHandoff writes the empty image into the old slot of a
 	// HotUpgrade sidecar whose next slot has taken over (Pod.HandoffOwed),
@@ -810,15 +811,11 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 			// is the one to see replaced.
 			rc.PreviousContainerID = c.ContainerID
 		}
-		if !slices.Contains(rc.Superseded, rc.Image) {
-			rc.Superseded = append(slices.Clip(rc.Superseded), rc.Image)
-		}
 		return rc
 	}
 	rc.PreviousContainerID = c.ContainerID
 	rc.PreviousImageID = c.ImageID
 	rc.PreviousImage = ""
-	rc.Superseded = nil
 	// Started from the image written now: as the last one written, or,
 	// under a hand edit the status does not show apart from it (a pin of
 	// the content it runs), as the image recorded. If the kubelet keeps it,
@@ -838,7 +835,7 @@ func (c Container) imageComplete() bool {
 
 // settled forgets the previous container of a complete one, and its resize.
 func settled(rc revision.ContainerState) revision.ContainerState {
-	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage, rc.Superseded = "", "", "", nil
+	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage = "", "", ""
 	rc.Resized, rc.Resources = false, nil
 	return rc
 }

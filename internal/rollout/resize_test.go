@@ -232,13 +232,14 @@ func TestResizeUpdate(t *testing.T) {
 // TestResizeAfterLostResize: the images and record landed, the resize
 // after them did not. The pod is not complete while its spec lacks the
 // resources; the next plan writes the resize alone, unless paused. The pod
-// is ready meanwhile and not counted as disrupted, so the resize takes
-// maxUnavailable as a new write does; the record says so
-// (ActionRecordBack), paused or not, so that the pod does not count again
-// when something else takes it down. (The rollout model found it: the
-// pod counted again, and the set wrote its next update, and that update's
-// handoff once the pod was back, as into a pod whose slot it held, beside
-// the one pod it did hold.)
+// is ready meanwhile: the record says so (ActionRecordBack), paused or
+// not, and from then on the pod is not counted as disrupted, so the
+// resize takes maxUnavailable as a new write does. Until that record
+// lands the pod counts, and a resize written then goes within its slot.
+// (The rollout model found it: a pod that stopped counting as soon as it
+// was back counted again once another rollout took it down, and the set
+// wrote its next update, and that update's handoff once the pod was back,
+// as into a pod whose slot it held, beside the one pod it did hold.)
 func TestResizeAfterLostResize(t *testing.T) {
 	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
 	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
@@ -253,8 +254,14 @@ func TestResizeAfterLostResize(t *testing.T) {
 	if p.Ready || !p.Updating {
 		t.Errorf("%+v: complete without the resize", p)
 	}
-	if p.Disrupting {
-		t.Errorf("counted as disrupted while it runs, ready, all but a resize still to write")
+	if !p.BackButResize || !p.Disrupting {
+		t.Errorf("%+v: want it back but for the resize, and counted until the record says so", p)
+	}
+	// Counted, it takes the resize within the slot it holds, the record
+	// still counting it.
+	if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}}); len(plan.Updates) != 1 || plan.Updates[0].Action != ActionResize ||
+		plan.Updates[0].Disrupts || !plan.Updates[0].State.Write.WasReady {
+		t.Errorf("Updates = %+v, want the resize within the slot the pod holds", plan.Updates)
 	}
 	paused, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}})
 	if len(paused.Updates) != 1 || paused.Updates[0].Action != ActionRecordBack || paused.Updates[0].State.Write.WasReady ||
