@@ -297,8 +297,9 @@ type Write struct {
 	// TurnedReady: WasReady was set after the write, when the pod, not
 	// ready when written, turned ready with the write still to come
 	// (rollout.ActionRecordDisruption): the rollout counts it, but took no
-	// slot for it. Such a pod whose hot upgrade owes only its handoff is
-	// not counted: the handoff into it is a disruption of its own.
+	// slot for it. Such a pod, ready, whose hot upgrade owes only its
+	// handoff is recorded back (rollout.ActionRecordBack): the handoff
+	// into it is a disruption of its own.
 	TurnedReady bool `json:"turnedReady,omitempty"`
 	// Generation is the pod's metadata.generation the write produced. The
 	// kubelet reports the generation it has seen in status.observedGeneration;

@@ -43,18 +43,20 @@ type Pod struct {
 	// lost nothing by the write, and it may stay not ready for reasons of
 	// its own; unless it is seen ready while the sidecar the write restarts
 	// still runs: the restart will take it down, so it counts from then on
-	// (ActionRecordDisruption). A pod back but for a resize still to write
-	// stops counting once its record says so (BackButResize): the resize
-	// is a disruption of its own.
+	// (ActionRecordDisruption). A pod back but for a write that is a
+	// disruption of its own stops counting once its record says so
+	// (BackButOwed).
 	Disrupting bool
-	// BackButResize: the write disrupted the pod, and the pod is ready
-	// again with the write done but for a resize still to write
-	// (ResizeOwed): the resize is a disruption of its own. Next records
-	// that the pod is back (ActionRecordBack), and from then on it does
-	// not count; until then it does, or, should that write not land and
+	// BackButOwed: the write disrupted the pod, the pod is ready again,
+	// and all that is left is a write that is a disruption of its own: a
+	// resize still to write (ResizeOwed), or the handoff of a hot upgrade
+	// counted only since the pod turned ready (Write.TurnedReady,
+	// HandoffOwed). Next records that the pod is back (ActionRecordBack),
+	// and from then on it does not count, and that write takes a slot as a
+	// new one does. Until then it counts: should that record not land, and
 	// another rollout take the pod down, it would count again, the slot
 	// freed meanwhile gone to another pod.
-	BackButResize bool
+	BackButOwed bool
 	// Back: the last write into the pod is done: every running sidecar is
 	// complete and, if the write disrupted the pod, the pod is ready again.
 	// The record still describes the write; it is settled (ActionSettle),
@@ -336,19 +338,13 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		p.Disrupting = p.Updating && (p.PodReady || p.runningInFlightAny())
 	case rec.Write.WasReady:
 		// A ready pod whose write lacks only its resize runs, ready, what
-		// it ran: the resize still to write is a disruption of its own,
-		// which ActionResize takes as a new write does once the record
-		// says the pod is back (BackButResize).
-		waitsForResize := p.PodReady && onlyOwed && len(p.ResizeOwed) > 0
+		// it ran: the resize still to write is a disruption of its own.
+		waitsForResize := onlyOwed && len(p.ResizeOwed) > 0
 		// A hot upgrade counted only since the pod turned ready, whose
 		// first write is done: its handoff takes a slot of its own.
 		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
-		// Until the record says it is back but for the resize
-		// (ActionRecordBack), the pod counts: should that write not land,
-		// and another rollout take the pod down, it would count again,
-		// and the slot freed meanwhile would have gone to another pod.
-		p.Disrupting = !p.Ready && !waitsForHandoff
-		p.BackButResize = waitsForResize
+		p.Disrupting = !p.Ready
+		p.BackButOwed = p.PodReady && (waitsForResize || waitsForHandoff)
 		p.Back = p.Ready
 	default:
 		p.Back = complete

@@ -119,8 +119,8 @@ const (
 	// counts until it is back.
 	ActionRecordDisruption Action = "RecordDisruption"
 	// ActionRecordBack writes only the record of a pod back but for a
-	// resize still to write (Pod.BackButResize): its write no longer counts
-	// as a disruption.
+	// write that is a disruption of its own (Pod.BackButOwed): its write
+	// no longer counts as a disruption.
 	ActionRecordBack Action = "RecordBack"
 )
 
@@ -513,7 +513,10 @@ func Next(in Input) (Plan, error) {
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
 		}
-		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
+		// A pod back but for this write (BackButOwed) still counts until
+		// its record says so, and this write takes a slot of its own.
+		counted := w.pod.Disrupting && !w.pod.BackButOwed
+		if u.Disrupts = w.pod.PodReady && !counted && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
 			// The pod counts from the resize on; the resize cannot write
 			// the record, so the record goes first.
 			wr := revision.Write{Generation: w.pod.Generation + 1}
@@ -554,8 +557,8 @@ func Next(in Input) (Plan, error) {
 
 // settle appends to updates a settle of every pod that is Back, a record
 // of the disruption of every pod written while not ready that the write is
-// about to disrupt, and a record of every pod back but for a resize, when
-// updates do not write them. This is
+// about to disrupt, and a record of every pod back but for a write that is
+// a disruption of its own, when updates do not write them. This is
 // bookkeeping, not a rollout step: it is done paused or not, and whatever
 // holds the pod's next update.
 func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
@@ -575,7 +578,7 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 			w.WasReady, w.TurnedReady = true, true
 			u.State.Write = &w
 			updates = append(updates, u)
-		case p.BackButResize:
+		case p.BackButOwed:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: p.Record}
 			w := *p.Record.Write
 			w.WasReady, w.TurnedReady = false, false
@@ -859,7 +862,7 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	if len(u.Containers) > 0 {
 		generation++
 	}
-	kept := p.Disrupting && p.Record.Write != nil
+	kept := p.Disrupting && !p.BackButOwed && p.Record.Write != nil
 	w := &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
 	// A disruption kept is still one the rollout took no slot for, if it
 	// was so.

@@ -235,7 +235,7 @@ func TestResizeUpdate(t *testing.T) {
 // is ready meanwhile: the record says so (ActionRecordBack), paused or
 // not, and from then on the pod is not counted as disrupted, so the
 // resize takes maxUnavailable as a new write does. Until that record
-// lands the pod counts, and a resize written then goes within its slot.
+// lands the pod counts, and the resize waits.
 // (The rollout model found it: a pod that stopped counting as soon as it
 // was back counted again once another rollout took it down, and the set
 // wrote its next update, and that update's handoff once the pod was back,
@@ -254,14 +254,14 @@ func TestResizeAfterLostResize(t *testing.T) {
 	if p.Ready || !p.Updating {
 		t.Errorf("%+v: complete without the resize", p)
 	}
-	if !p.BackButResize || !p.Disrupting {
+	if !p.BackButOwed || !p.Disrupting {
 		t.Errorf("%+v: want it back but for the resize, and counted until the record says so", p)
 	}
-	// Counted, it takes the resize within the slot it holds, the record
-	// still counting it.
-	if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}}); len(plan.Updates) != 1 || plan.Updates[0].Action != ActionResize ||
-		plan.Updates[0].Disrupts || !plan.Updates[0].State.Write.WasReady {
-		t.Errorf("Updates = %+v, want the resize within the slot the pod holds", plan.Updates)
+	// Counted until the record says it is back, it does not take the
+	// resize within its slot: the resize waits for that record.
+	if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}}); len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRecordBack ||
+		len(plan.Held) != 1 || plan.Held[0].Reason != HeldByMaxUnavailable {
+		t.Errorf("plan %+v, want the pod recorded back and its resize held", plan)
 	}
 	paused, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}})
 	if len(paused.Updates) != 1 || paused.Updates[0].Action != ActionRecordBack || paused.Updates[0].State.Write.WasReady ||
@@ -271,7 +271,7 @@ func TestResizeAfterLostResize(t *testing.T) {
 	applyUpdate(pod, paused.Updates[0])
 	// Another rollout takes the pod down: it does not count for this one.
 	setReady(pod, false)
-	if p := Classify(pod, record(pod), latest); p.Disrupting || p.BackButResize {
+	if p := Classify(pod, record(pod), latest); p.Disrupting || p.BackButOwed {
 		t.Errorf("recorded back, then not ready: %+v, want it not counted", p)
 	}
 	setReady(pod, true)
@@ -314,6 +314,13 @@ func TestUpdateOverLostResize(t *testing.T) {
 	latest = resizableLatest(v3, v1, v2)
 	p := Classify(pod, record(pod), latest)
 	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}})
+	// Back but for its resize: the record says so first.
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRecordBack {
+		t.Fatalf("plan %+v, want the pod recorded back", plan)
+	}
+	applyUpdate(pod, plan.Updates[0])
+	p = Classify(pod, record(pod), latest)
+	plan, _ = Next(Input{Latest: latest, Pods: []Pod{p}})
 	if len(plan.Updates) != 1 || len(plan.Updates[0].Containers) != 1 {
 		t.Fatalf("plan %+v, want v3 written", plan)
 	}

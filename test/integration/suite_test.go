@@ -50,12 +50,14 @@ func deadline(short int32) *int32 {
 	return new(short)
 }
 
-// admissionOnly skips, on a real node, a test of what the apiserver stores
-// at admission alone: no node acts on it, and the simulated run covers it.
+// admissionOnly skips, on a real node and on simulated nodes that take
+// time (fixture.SimDelayEnv), a test of what the apiserver stores at
+// admission alone: no node acts on it, and the run on simulated nodes
+// without delays covers it.
 func admissionOnly(t testing.TB) {
 	t.Helper()
-	if cluster.Kind != fixture.Simulated {
-		t.Skip("admission only: what the apiserver stores, which no node acts on; the simulated run covers it")
+	if cluster.Kind != fixture.Simulated || os.Getenv(fixture.SimDelayEnv) != "" {
+		t.Skip("admission only: what the apiserver stores, which no node acts on; the simulated run without delays covers it")
 	}
 }
 
