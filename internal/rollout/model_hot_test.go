@@ -176,10 +176,9 @@ func TestModelHotKept(t *testing.T) {
 		}
 	})
 	t.Run("a handoff goes over a revert of the old slot that never runs", func(t *testing.T) {
-		// Found by TestModel (-model.hot -rapid.seed=12359649194355092353):
-		// a pod injected with an image that does not pull, its proxy-1 set
-		// by hand to one that runs and reverted, waited with the revert in
-		// flight. The next version took over in proxy-2, and the handoff
+		// Found by TestModel: a pod injected with an image that does not
+		// pull, its proxy-1 set by hand to one that runs and reverted,
+		// waited with the revert in flight. The next version took over in proxy-2, and the handoff
 		// waited for the revert, which never ran: the rollout stalled with
 		// the pod Updating. It now waits only for a write the kubelet
 		// has not tried yet.

@@ -81,15 +81,6 @@ func TestModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) { newModel(t).run() })
 }
 
-// modelHot adds HotUpgrade sidecars to the sets TestModel draws. Off by
-// default until they run long without a failure: with them the model found
-// seven defects, fixed and kept in model_hot_test.go, and one still open,
-// two pods disrupted at once (`-model.hot -rapid.seed=5464434711483783618`):
-// a pod whose write is done but for its resize, back and ready, counts
-// again for the set once another rollout takes it down, and the set then
-// writes its handoff, once it is back, as if it held a slot.
-var modelHot = flag.Bool("model.hot", false, "TestModel: draw HotUpgrade sidecars too")
-
 // modelChecks is how many random cases TestModel runs by default.
 const modelChecks = 1000
 
@@ -223,7 +214,7 @@ func newModel(t *rapid.T) *model {
 			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
 				Name: name + "-schema", Image: name + "-schema:v1"}})
 		}
-		if *modelHot && rapid.Bool().Draw(t, name+"-hot") {
+		if rapid.Bool().Draw(t, name+"-hot") {
 			// Its memory never changes: the slots of a HotUpgrade sidecar
 			// are not resized, and new resources need new pods.
 			b.Containers = append(b.Containers, v1alpha1.SidecarContainer{
