@@ -36,10 +36,18 @@ control-plane:
 
 ## test: unit and integration tests; integration runs a real kube-apiserver + etcd.
 ## The fault tests (test/faults) are left out: test-faults runs them alone.
+## The integration suite, the longest, runs beside the other packages (which
+## run one at a time): on simulated nodes, then again with simulated image
+## pulls and container starts that take time. Its output follows theirs.
 test: control-plane
-	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/faults$$')
-	@echo "integration suite again, with simulated image pulls and container starts that take time"
-	SIDECARSET_SIM_DELAY=400ms KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/...
+	@log=$$(mktemp); \
+	( KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/... && \
+	  echo "integration suite again, with simulated image pulls and container starts that take time" && \
+	  SIDECARSET_SIM_DELAY=400ms KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/... ) >"$$log" 2>&1 & \
+	pid=$$!; rc=0; \
+	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) -p 1 $$($(GO) list ./... | grep -v -e '/test/faults$$' -e '/test/integration$$') || rc=$$?; \
+	wait $$pid || rc=$$?; \
+	echo "integration suite:"; cat "$$log"; rm -f "$$log"; exit $$rc
 	cd test/chart && $(GO) test -count=1 ./...
 	cd test/krew && $(GO) test -count=1 ./...
 
