@@ -110,8 +110,9 @@ const (
 	// ActionHandoff writes the empty image into the old slot of a
 	// HotUpgrade sidecar whose next slot has taken over (Pod.HandoffOwed),
 	// when no update of the pod is due. A pod the record counts as
-	// disrupted takes nothing more; a ready one takes maxUnavailable and
-	// its budgets as any write.
+	// disrupted takes nothing more; a ready one, and one counted only
+	// since it turned ready once it is back (Pod.BackButOwed), takes
+	// maxUnavailable and its budgets as any write.
 	ActionHandoff Action = "Handoff"
 	// ActionRecordDisruption writes only the record of a pod written while
 	// not ready that is ready now, the write still to come
