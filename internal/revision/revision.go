@@ -292,7 +292,9 @@ type Write struct {
 	// Only such a write disrupts a pod the rollout must count against
 	// maxUnavailable and PodDisruptionBudgets; a pod that was not ready
 	// loses nothing by it. It is cleared once the pod is back but for a
-	// resize still to write (rollout.ActionRecordBack).
+	// write that is a disruption of its own: a resize still to write, or
+	// the handoff of a hot upgrade counted since the pod turned ready
+	// (rollout.ActionRecordBack).
 	WasReady bool `json:"wasReady,omitempty"`
 	// TurnedReady: WasReady was set after the write, when the pod, not
 	// ready when written, turned ready with the write still to come

@@ -479,12 +479,17 @@ func podReady(pod *corev1.Pod) bool {
 // not back yet (Pod.Disrupting for one of the records in state). latest maps
 // the existing sets' names to their latest Hash. A set it does not name was
 // deleted and settles nothing any more: its record counts only while its
-// write is in flight, which the kubelet ends. PodDisruptionBudgets are
-// shared by every set, so a pod one set disrupted is spent for all of them.
+// write is in flight, which the kubelet ends. A pod back but for a write
+// of its own (BackButOwed) is ready: it counts for its set until the record
+// says so, and for no budget. PodDisruptionBudgets are shared by every set,
+// so a pod one set disrupted is spent for all of them.
 func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string) bool {
 	for name, rec := range state {
 		hash, ok := latest[name]
 		c := Classify(pod, rec, Latest{Hash: hash})
+		if c.BackButOwed {
+			continue
+		}
 		if (ok && c.Disrupting) || (!ok && c.Disrupting && c.Updating) {
 			return true
 		}

@@ -21,8 +21,11 @@ import (
 //     slot on the empty image.
 //
 // The pod is not Ready for the rollout from the first write until the
-// last is complete, so a ready pod holds one of maxUnavailable, and its
-// budgets, through the whole of it.
+// last is complete, so a pod written while ready holds one of
+// maxUnavailable, and its budgets, through the whole of it. One written
+// while not ready, and counted since it turned ready
+// (ActionRecordDisruption), is recorded back once its first write is done
+// (Pod.BackButOwed): its handoff takes a slot of its own.
 //
 // A newer T2 written during step 1, while the next slot has not taken
 // over, goes into the next slot again (the serving one is left alone); a T

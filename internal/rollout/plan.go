@@ -103,16 +103,17 @@ const (
 	ActionSettle Action = "Settle"
 	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed):
 	// its record landed, the resize after it did not. A pod the record
-	// counts as disrupted takes nothing more; one written while not ready
-	// and ready now, or recorded back (ActionRecordBack), takes
-	// maxUnavailable and its budgets as any write.
+	// counts as disrupted takes nothing more, unless it is back but for
+	// the resize (Pod.BackButOwed): it waits until the record says so
+	// (ActionRecordBack); one written while not ready and ready now, or
+	// recorded back, takes maxUnavailable and its budgets as any write.
 	ActionResize Action = "Resize"
 	// ActionHandoff writes the empty image into the old slot of a
 	// HotUpgrade sidecar whose next slot has taken over (Pod.HandoffOwed),
 	// when no update of the pod is due. A pod the record counts as
-	// disrupted takes nothing more; a ready one, and one counted only
-	// since it turned ready once it is back (Pod.BackButOwed), takes
-	// maxUnavailable and its budgets as any write.
+	// disrupted takes nothing more; a ready one takes maxUnavailable and
+	// its budgets as any write, and so does one counted only since it
+	// turned ready, once its record says it is back (Pod.BackButOwed).
 	ActionHandoff Action = "Handoff"
 	// ActionRecordDisruption writes only the record of a pod written while
 	// not ready that is ready now, the write still to come
@@ -462,6 +463,15 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 	for _, w := range work {
+		if w.pod.BackButOwed {
+			// Its record says it is back first (ActionRecordBack, in
+			// settle): then it no longer counts, and the write it owes
+			// takes a slot as a new one does. Written now, that write
+			// would leave the record unwritten for as long as it fails.
+			plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight,
+				"the pod is back but for a write that restarts it again; recording that it is back first"})
+			continue
+		}
 		if c, ok := w.pod.runningInFlight(); ok {
 			// Written again now, the pod could show, as the kubelet's first
 			// status of the new spec, the container of the write in flight
@@ -514,10 +524,7 @@ func Next(in Input) (Plan, error) {
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
 		}
-		// A pod back but for this write (BackButOwed) still counts until
-		// its record says so, and this write takes a slot of its own.
-		counted := w.pod.Disrupting && !w.pod.BackButOwed
-		if u.Disrupts = w.pod.PodReady && !counted && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
+		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
 			// The pod counts from the resize on; the resize cannot write
 			// the record, so the record goes first.
 			wr := revision.Write{Generation: w.pod.Generation + 1}
@@ -863,7 +870,7 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	if len(u.Containers) > 0 {
 		generation++
 	}
-	kept := p.Disrupting && !p.BackButOwed && p.Record.Write != nil
+	kept := p.Disrupting && p.Record.Write != nil
 	w := &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
 	// A disruption kept is still one the rollout took no slot for, if it
 	// was so.

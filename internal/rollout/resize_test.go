@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -257,11 +259,23 @@ func TestResizeAfterLostResize(t *testing.T) {
 	if !p.BackButOwed || !p.Disrupting {
 		t.Errorf("%+v: want it back but for the resize, and counted until the record says so", p)
 	}
+	// Ready, it spends no PodDisruptionBudget, whether its set exists or
+	// was deleted (and would never record it back).
+	state, _ := revision.Decode(pod.Annotations)
+	for _, latestHashes := range []map[string]string{{setName: latest.Hash}, {}} {
+		if Disrupted(pod, state, latestHashes) {
+			t.Errorf("Disrupted with sets %v: a ready pod back but for its resize spends a budget", latestHashes)
+		}
+	}
 	// Counted until the record says it is back, it does not take the
-	// resize within its slot: the resize waits for that record.
-	if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}}); len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRecordBack ||
-		len(plan.Held) != 1 || plan.Held[0].Reason != HeldByMaxUnavailable {
-		t.Errorf("plan %+v, want the pod recorded back and its resize held", plan)
+	// resize within its slot, nor beside it with room to spare: the resize
+	// waits for that record.
+	for _, maxUnavailable := range []int32{1, 2} {
+		s := v1alpha1.UpdateStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable))}
+		if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: s}); len(plan.Updates) != 1 ||
+			plan.Updates[0].Action != ActionRecordBack || len(plan.Held) != 1 || plan.Held[0].Reason != HeldInFlight {
+			t.Errorf("maxUnavailable %d: plan %+v, want the pod recorded back and its resize held", maxUnavailable, plan)
+		}
 	}
 	paused, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}})
 	if len(paused.Updates) != 1 || paused.Updates[0].Action != ActionRecordBack || paused.Updates[0].State.Write.WasReady ||
