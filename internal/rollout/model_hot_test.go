@@ -175,6 +175,37 @@ func TestModelHotKept(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an update waits for a handoff held by a revert in flight", func(t *testing.T) {
+		// Found by TestModel: proxy-2 had taken over; proxy-1, set by hand
+		// and reverted, had the revert in flight, so the handoff waited.
+		// The set declared a new image of another sidecar: the update
+		// recorded the latest revision and wrote no hot step, the handoff
+		// came after, and the hot sidecar stayed on proxy:v2, the pod
+		// counted as updated.
+		v1, v2 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1)
+		v2.Spec.DriftPolicy = v1alpha1.DriftRevert
+		pod := nextStarted(t, v1, v2, true)
+		pod.Spec.Containers[1].Image = "proxy-pull-fails:by-hand"
+		pod.Generation++
+		report(pod, true, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:by-hand", 2, "proxy:v1"),
+			running("proxy-2", 4, "proxy:v2", true))
+		plan := keptNext(t, v2, pod)
+		if len(plan.Updates) != 1 || plan.Updates[0].Action != rollout.ActionRevertDrift {
+			t.Fatalf("plan %v, want the revert", actions(plan))
+		}
+		pod = keptApply(t, pod, v2, plan.Updates[0])
+		// The kubelet reports the reverted spec before acting on it.
+		report(pod, true, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:by-hand", 2, "proxy:v1"),
+			running("proxy-2", 4, "proxy:v2", true))
+		v3 := keptHotSet("proxy:v3", 1)
+		v3.Spec.DriftPolicy = v1alpha1.DriftRevert
+		plan = keptNext(t, v3, pod)
+		for _, u := range plan.Updates {
+			if u.Action == rollout.ActionUpdate && !writes(u, "proxy-1", "proxy:v3") && !writes(u, "proxy-2", "proxy:v3") {
+				t.Errorf("%s records %s and writes %v: proxy:v3 never reaches the pod", u.Action, u.State.Revision, u.Containers)
+			}
+		}
+	})
 	t.Run("a handoff goes over a revert of the old slot that never runs", func(t *testing.T) {
 		// Found by TestModel: a pod injected with an image that does not
 		// pull, its proxy-1 set by hand to one that runs and reverted,

@@ -498,6 +498,15 @@ func Next(in Input) (Plan, error) {
 		var u PodUpdate
 		switch w.action {
 		case ActionUpdate:
+			if len(w.pod.HandoffOwed) > 0 && len(handoffOf(w.pod, in.Latest).Containers) == 0 {
+				// The handoff comes first (hot.go), and waits for a write
+				// of the old slot in flight: an update now would record the
+				// latest revision without the hot sidecar's image.
+				plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight, fmt.Sprintf(
+					"the handoff of %s waits for the kubelet to finish the last write of its old slot",
+					strings.Join(w.pod.HandoffOwed, ", "))})
+				continue
+			}
 			u = updateOf(w.pod, in.Latest)
 		case ActionResize:
 			u = PodUpdate{Pod: w.pod.Key, Action: ActionResize, Resize: w.pod.ResizeOwed, State: w.pod.Record}
