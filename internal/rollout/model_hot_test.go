@@ -185,21 +185,14 @@ func TestModelHotKept(t *testing.T) {
 		v1, v2 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1)
 		v2.Spec.DriftPolicy = v1alpha1.DriftRevert
 		pod := nextStarted(t, v1, v2, true)
-		pod.Spec.Containers[1].Image = "proxy-pull-fails:by-hand"
-		pod.Generation++
-		report(pod, true, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:by-hand", 2, "proxy:v1"),
-			running("proxy-2", 4, "proxy:v2", true))
-		plan := keptNext(t, v2, pod)
-		if len(plan.Updates) != 1 || plan.Updates[0].Action != rollout.ActionRevertDrift {
-			t.Fatalf("plan %v, want the revert", actions(plan))
-		}
-		pod = keptApply(t, pod, v2, plan.Updates[0])
+		pod = revertedHandEdit(t, v2, pod, "proxy-pull-fails:by-hand", true, running("app", 1, "mysql:8", true),
+			pulling("proxy-1", "proxy-pull-fails:by-hand", 2, "proxy:v1"), running("proxy-2", 4, "proxy:v2", true))
 		// The kubelet reports the reverted spec before acting on it.
 		report(pod, true, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:by-hand", 2, "proxy:v1"),
 			running("proxy-2", 4, "proxy:v2", true))
 		v3 := keptHotSet("proxy:v3", 1)
 		v3.Spec.DriftPolicy = v1alpha1.DriftRevert
-		plan = keptNext(t, v3, pod)
+		plan := keptNext(t, v3, pod)
 		for _, u := range plan.Updates {
 			if u.Action == rollout.ActionUpdate && !writes(u, "proxy-1", "proxy:v3") && !writes(u, "proxy-2", "proxy:v3") {
 				t.Errorf("%s records %s and writes %v: proxy:v3 never reaches the pod", u.Action, u.State.Revision, u.Containers)
@@ -218,20 +211,13 @@ func TestModelHotKept(t *testing.T) {
 		pod := keptHotPod("p01", bad)
 		report(pod, false, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:v1", 0, ""),
 			running("proxy-2", 3, "empty:v1", true))
-		pod.Spec.Containers[1].Image = "proxy:by-hand"
-		pod.Generation++
-		report(pod, false, running("app", 1, "mysql:8", true), running("proxy-1", 4, "proxy:by-hand", true),
-			running("proxy-2", 3, "empty:v1", true))
-		plan := keptNext(t, bad, pod)
-		if len(plan.Updates) != 1 || plan.Updates[0].Action != rollout.ActionRevertDrift {
-			t.Fatalf("plan %v, want the revert", actions(plan))
-		}
-		pod = keptApply(t, pod, bad, plan.Updates[0])
+		pod = revertedHandEdit(t, bad, pod, "proxy:by-hand", false, running("app", 1, "mysql:8", true),
+			running("proxy-1", 4, "proxy:by-hand", true), running("proxy-2", 3, "empty:v1", true))
 		report(pod, false, running("app", 1, "mysql:8", true), pulling("proxy-1", "proxy-pull-fails:v1", 4, "proxy:by-hand"),
 			running("proxy-2", 3, "empty:v1", true))
 		// v2 is declared: its update goes into proxy-2; the kubelet
 		// starts it, and it takes over.
-		plan = keptNext(t, v2, pod)
+		plan := keptNext(t, v2, pod)
 		if len(plan.Updates) != 1 || !writes(plan.Updates[0], "proxy-2", "proxy:v2") {
 			t.Fatalf("plan %v (held %+v), want proxy:v2 written into proxy-2", actions(plan), plan.Held)
 		}
@@ -393,6 +379,22 @@ func actions(plan rollout.Plan) []string {
 		out = append(out, u.Pod.Name+" "+string(u.Action))
 	}
 	return out
+}
+
+// revertedHandEdit sets proxy-1 of pod by hand to image, the kubelet
+// reporting statuses, and returns pod with the revert set plans for it
+// written.
+func revertedHandEdit(t *testing.T, set *v1alpha1.SidecarSet, pod *corev1.Pod, image string, ready bool,
+	statuses ...corev1.ContainerStatus) *corev1.Pod {
+	t.Helper()
+	pod.Spec.Containers[1].Image = image
+	pod.Generation++
+	report(pod, ready, statuses...)
+	plan := keptNext(t, set, pod)
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != rollout.ActionRevertDrift {
+		t.Fatalf("plan %v, want the revert", actions(plan))
+	}
+	return keptApply(t, pod, set, plan.Updates[0])
 }
 
 // nextStarted returns p01, injected with v1 and running, once v2's first
