@@ -498,7 +498,7 @@ func Next(in Input) (Plan, error) {
 		var u PodUpdate
 		switch w.action {
 		case ActionUpdate:
-			if len(w.pod.HandoffOwed) > 0 && len(handoffOf(w.pod, in.Latest).Containers) == 0 {
+			if u = updateOf(w.pod, in.Latest); u.Action == ActionHandoff && len(u.Containers) == 0 {
 				// The handoff comes first (hot.go), and waits for a write
 				// of the old slot in flight: an update now would record the
 				// latest revision without the hot sidecar's image.
@@ -507,7 +507,6 @@ func Next(in Input) (Plan, error) {
 					strings.Join(w.pod.HandoffOwed, ", "))})
 				continue
 			}
-			u = updateOf(w.pod, in.Latest)
 		case ActionResize:
 			u = PodUpdate{Pod: w.pod.Key, Action: ActionResize, Resize: w.pod.ResizeOwed, State: w.pod.Record}
 		case ActionHandoff:
@@ -725,10 +724,9 @@ func exhausted(budgets []Budget, spent map[string]int32) (Budget, bool) {
 // kubelet already acted on that edit.
 func updateOf(p Pod, latest Latest) PodUpdate {
 	if len(p.HandoffOwed) > 0 {
-		if h := handoffOf(p, latest); len(h.Containers) > 0 {
-			// The handoff first (hot.go); the pod is due again after it.
-			return h
-		}
+		// The handoff first (hot.go); the pod is due again after it. One
+		// that must wait writes nothing, and Next holds the pod.
+		return handoffOf(p, latest)
 	}
 	u := PodUpdate{Pod: p.Key, Action: ActionUpdate, State: revision.SetState{
 		Revision:      latest.Name,
