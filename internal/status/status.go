@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/rollout"
@@ -104,9 +105,11 @@ type Result struct {
 //     count). A plan never writes the same pod twice for the same reason (once written it is updated, or no longer drifted), so a
 //     non-empty plan means the planned set changed.
 //
-// The deadline clock runs only while there is rollout work other than due
-// pods that a PodDisruptionBudget alone holds, from status.lastProgressTime:
-// kept in the status, it survives a manager restart. A budget that allows
+// The deadline clock runs only while there is rollout work other than pods
+// that a PodDisruptionBudget, another set's rollout or someone else's change
+// alone holds (due pods, or pods the rollout does not have down that still
+// owe a write of their update), from status.lastProgressTime: kept in the
+// status, it survives a manager restart. A budget that allows
 // nothing keeps the rollout Progressing, saying so, but never makes it stall
 // and pause itself. Stalled: the rollout is active (RollingUpdate, not
 // paused), has such work, and either progressDeadlineSeconds (default 600) passed since the
@@ -158,7 +161,26 @@ func Compute(in Input) Result {
 		SkippedPods:        in.Skipped,
 		CompletedRevision:  prev.CompletedRevision,
 	}
+	// Pods that only a PodDisruptionBudget, another set's rollout or
+	// someone else's change the kubelet has not acted on holds are not the
+	// rollout's failure: the budget is spent by others, or allows nothing;
+	// the other rollout has the pod down; the kubelet still shows the image
+	// from before a hand edit (which, for a tag that shares its content
+	// with others, it may show for as long as the container runs). The
+	// rollout waits for them, says so, and does not stall on them: due
+	// pods, and pods it does not have down that still owe a write of their
+	// update (a resize that did not land, the handoff of a hot upgrade).
+	heldByOthers := make(map[types.NamespacedName]bool)
+	for _, h := range in.Plan.Held {
+		switch h.Reason {
+		case rollout.HeldByDisruptionBudget, rollout.HeldByOtherRollout, rollout.HeldChangeInFlight:
+			heldByOthers[h.Pod] = true
+		}
+	}
 	var c counts
+	// waitOnOthers counts the held pods that are not in flight: due pods,
+	// and drifted ones to revert.
+	waitOnOthers := 0
 	for _, p := range in.Pods {
 		if p.Updated {
 			st.UpdatedPods++
@@ -184,8 +206,14 @@ func Compute(in Input) Result {
 		case p.Updated && !p.Ready:
 			c.updatedNotReady++
 		}
-		if p.Disrupting || (p.Updating && !p.Pending) {
+		switch inFlight := p.Disrupting || (p.Updating && !p.Pending); {
+		case inFlight && (p.Disrupting || !heldByOthers[p.Key]):
 			c.inFlight++
+			c.failing++
+		case inFlight:
+			c.inFlight++
+		case heldByOthers[p.Key]:
+			waitOnOthers++
 		}
 	}
 
@@ -193,15 +221,7 @@ func Compute(in Input) Result {
 	active := !notUpdate && !in.Strategy.Paused
 	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > 0)
 	complete := !work
-	// Due pods that only a PodDisruptionBudget, another set's rollout or
-	// someone else's change the kubelet has not acted on holds are not the
-	// rollout's failure: the budget is spent by others, or allows nothing;
-	// the other rollout has the pod down; the kubelet still shows the image
-	// from before a hand edit (which, for a tag that shares its content
-	// with others, it may show for as long as the container runs). The
-	// rollout waits for them, says so, and does not stall on them.
-	failing := c.inFlight > 0 || (!notUpdate && in.Plan.Due > heldBy(in.Plan.Held, rollout.HeldByDisruptionBudget)+
-		heldBy(in.Plan.Held, rollout.HeldByOtherRollout)+heldBy(in.Plan.Held, rollout.HeldChangeInFlight))
+	failing := c.failing > 0 || (!notUpdate && in.Plan.Due > waitOnOthers)
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
@@ -313,8 +333,8 @@ type counts struct {
 	// revision, complete, not ready.
 	updating, updatedNotReady int
 	// inFlight: pods the rollout waits for (disrupted, or running with a
-	// write not complete).
-	inFlight int
+	// write not complete); failing: those of them not held by others alone.
+	inFlight, failing int
 	// staleInit: pods whose ordinary init containers ran an older image.
 	staleInit int
 }

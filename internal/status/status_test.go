@@ -439,6 +439,36 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// Defect: a pod on the latest revision, ready, with a write
+			// still owed of its update (here a resize that did not land;
+			// the handoff of a hot upgrade alike) counted as a write in
+			// flight, though only a budget spent by other sets' rollouts
+			// held it: the rollout stalled and paused itself (TestModel
+			// seed 10434408931668961224).
+			name: "an owed write held by a budget alone does not stall",
+			pods: func() []rollout.Pod {
+				ps := fleet(2, mix{UpdatedReady: 1})
+				p := &ps[0]
+				p.Updating, p.Ready = true, false
+				p.Containers[0].ResizeOwed = true
+				p.ResizeOwed = []rollout.ContainerResources{{Name: "exporter"}}
+				return ps
+			}(),
+			strategy: rolling("0"),
+			budgets: map[types.NamespacedName][]rollout.Budget{
+				{Namespace: "db", Name: "p01"}: {{Name: "db/one", DisruptionsAllowed: 1, Spent: 1}},
+				{Namespace: "db", Name: "p02"}: {{Name: "db/one", DisruptionsAllowed: 1, Spent: 1}},
+			},
+			previous:     statusOf(2, 1, 1, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			lastProgress: ago(2 * time.Hour),
+			want: Result{
+				Status: statusOf(2, 1, 1, 0, conds(
+					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo})),
+			},
+		},
+		{
 			// Pods another set's rollout has down wait for it; that is not
 			// this rollout's failure either.
 			name: "due pods held by another set's rollout alone do not stall",
