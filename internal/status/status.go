@@ -178,9 +178,6 @@ func Compute(in Input) Result {
 		}
 	}
 	var c counts
-	// waitOnOthers counts the held pods that are not in flight: due pods,
-	// and drifted ones to revert.
-	waitOnOthers := 0
 	for _, p := range in.Pods {
 		if p.Updated {
 			st.UpdatedPods++
@@ -206,14 +203,11 @@ func Compute(in Input) Result {
 		case p.Updated && !p.Ready:
 			c.updatedNotReady++
 		}
-		switch inFlight := p.Disrupting || (p.Updating && !p.Pending); {
-		case inFlight && (p.Disrupting || !heldByOthers[p.Key]):
+		if p.Disrupting || (p.Updating && !p.Pending) {
 			c.inFlight++
-			c.failing++
-		case inFlight:
-			c.inFlight++
-		case heldByOthers[p.Key]:
-			waitOnOthers++
+			if p.Disrupting || !heldByOthers[p.Key] {
+				c.failing++
+			}
 		}
 	}
 
@@ -221,7 +215,12 @@ func Compute(in Input) Result {
 	active := !notUpdate && !in.Strategy.Paused
 	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > 0)
 	complete := !work
-	failing := c.failing > 0 || (!notUpdate && in.Plan.Due > waitOnOthers)
+	// Due pods that others alone hold, in flight or not, are no failure.
+	// heldByOthers may also name a drifted pod to revert, which is not due:
+	// that can hide only a due pod held for a reason of the rollout's own,
+	// maxUnavailable or its own write in flight, and then a pod it is
+	// waiting for is failing already.
+	failing := c.failing > 0 || (!notUpdate && in.Plan.Due > len(heldByOthers))
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}

@@ -469,6 +469,33 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// Defect: a due pod with an earlier write still in flight, held
+			// by a budget alone, was excused as a write in flight but still
+			// counted as a due pod that nothing excused: the rollout stalled.
+			name: "a due pod with a write in flight held by a budget alone does not stall",
+			pods: func() []rollout.Pod {
+				ps := fleet(2, mix{})
+				p := &ps[0]
+				p.Updating, p.Ready = true, false
+				p.Containers[0].InFlight, p.Containers[0].ResizeOwed = true, true
+				p.ResizeOwed = []rollout.ContainerResources{{Name: "exporter"}}
+				return ps
+			}(),
+			strategy: rolling("0"),
+			budgets: map[types.NamespacedName][]rollout.Budget{
+				{Namespace: "db", Name: "p01"}: {{Name: "db/one", DisruptionsAllowed: 0}},
+				{Namespace: "db", Name: "p02"}: {{Name: "db/one", DisruptionsAllowed: 0}},
+			},
+			previous:     statusOf(2, 0, 1, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			lastProgress: ago(2 * time.Hour),
+			want: Result{
+				Status: statusOf(2, 0, 1, 0, conds(
+					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo})),
+			},
+		},
+		{
 			// Pods another set's rollout has down wait for it; that is not
 			// this rollout's failure either.
 			name: "due pods held by another set's rollout alone do not stall",
