@@ -119,6 +119,25 @@ func statusOf(matched, updated, ready, updatedReady int32, conditions []metav1.C
 		MatchedPods: matched, UpdatedPods: updated, ReadyPods: ready, UpdatedReadyPods: updatedReady, Conditions: conditions}
 }
 
+// updatingConds are Progressing True, Complete and Stalled False, all with
+// reason PodsUpdating and message msg, since an hour ago.
+func updatingConds(msg string) []metav1.Condition {
+	return conds(cond{yes, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo})
+}
+
+// budgetOverTwo is one budget, db/one, over p01 and p02.
+func budgetOverTwo(allowed, spent int32) map[types.NamespacedName][]rollout.Budget {
+	b := []rollout.Budget{{Name: "db/one", DisruptionsAllowed: allowed, Spent: spent}}
+	return map[types.NamespacedName][]rollout.Budget{{Namespace: "db", Name: "p01"}: b, {Namespace: "db", Name: "p02"}: b}
+}
+
+// owesResize makes p's write in flight one that lacks only its resize.
+func owesResize(p *rollout.Pod) {
+	p.Updating, p.Ready = true, false
+	p.Containers[0].ResizeOwed = true
+	p.ResizeOwed = []rollout.ContainerResources{{Name: "exporter"}}
+}
+
 // TestCompute mirrors the worked cases in Compute's doc comment, then more.
 func TestCompute(t *testing.T) {
 	const (
@@ -422,20 +441,14 @@ func TestCompute(t *testing.T) {
 		{
 			// A budget that allows nothing is not the rollout's failure: it
 			// waits, says so, and does not stall and pause itself.
-			name:     "due pods held by a budget alone do not stall",
-			pods:     fleet(2, mix{}),
-			strategy: rolling("0"),
-			budgets: map[types.NamespacedName][]rollout.Budget{
-				{Namespace: "db", Name: "p01"}: {{Name: "db/one", DisruptionsAllowed: 0}},
-				{Namespace: "db", Name: "p02"}: {{Name: "db/one", DisruptionsAllowed: 0}},
-			},
-			previous:     statusOf(2, 0, 2, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			name:         "due pods held by a budget alone do not stall",
+			pods:         fleet(2, mix{}),
+			strategy:     rolling("0"),
+			budgets:      budgetOverTwo(0, 0),
+			previous:     statusOf(2, 0, 2, 0, updatingConds("")),
 			lastProgress: ago(2 * time.Hour),
 			want: Result{
-				Status: statusOf(2, 0, 2, 0, conds(
-					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 2 held by a PodDisruptionBudget", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 held by a PodDisruptionBudget", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 held by a PodDisruptionBudget", hourAgo})),
+				Status: statusOf(2, 0, 2, 0, updatingConds("0 of 2 pods updated and ready; 2 held by a PodDisruptionBudget")),
 			},
 		},
 		{
@@ -448,24 +461,15 @@ func TestCompute(t *testing.T) {
 			name: "an owed write held by a budget alone does not stall",
 			pods: func() []rollout.Pod {
 				ps := fleet(2, mix{UpdatedReady: 1})
-				p := &ps[0]
-				p.Updating, p.Ready = true, false
-				p.Containers[0].ResizeOwed = true
-				p.ResizeOwed = []rollout.ContainerResources{{Name: "exporter"}}
+				owesResize(&ps[0])
 				return ps
 			}(),
-			strategy: rolling("0"),
-			budgets: map[types.NamespacedName][]rollout.Budget{
-				{Namespace: "db", Name: "p01"}: {{Name: "db/one", DisruptionsAllowed: 1, Spent: 1}},
-				{Namespace: "db", Name: "p02"}: {{Name: "db/one", DisruptionsAllowed: 1, Spent: 1}},
-			},
-			previous:     statusOf(2, 1, 1, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			strategy:     rolling("0"),
+			budgets:      budgetOverTwo(1, 1),
+			previous:     statusOf(2, 1, 1, 0, updatingConds("")),
 			lastProgress: ago(2 * time.Hour),
 			want: Result{
-				Status: statusOf(2, 1, 1, 0, conds(
-					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo})),
+				Status: statusOf(2, 1, 1, 0, updatingConds("0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget")),
 			},
 		},
 		{
@@ -475,24 +479,16 @@ func TestCompute(t *testing.T) {
 			name: "a due pod with a write in flight held by a budget alone does not stall",
 			pods: func() []rollout.Pod {
 				ps := fleet(2, mix{})
-				p := &ps[0]
-				p.Updating, p.Ready = true, false
-				p.Containers[0].InFlight, p.Containers[0].ResizeOwed = true, true
-				p.ResizeOwed = []rollout.ContainerResources{{Name: "exporter"}}
+				owesResize(&ps[0])
+				ps[0].Containers[0].InFlight = true
 				return ps
 			}(),
-			strategy: rolling("0"),
-			budgets: map[types.NamespacedName][]rollout.Budget{
-				{Namespace: "db", Name: "p01"}: {{Name: "db/one", DisruptionsAllowed: 0}},
-				{Namespace: "db", Name: "p02"}: {{Name: "db/one", DisruptionsAllowed: 0}},
-			},
-			previous:     statusOf(2, 0, 1, 0, conds(cond{yes, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo}, cond{no, ReasonUpdating, "", hourAgo})),
+			strategy:     rolling("0"),
+			budgets:      budgetOverTwo(0, 0),
+			previous:     statusOf(2, 0, 1, 0, updatingConds("")),
 			lastProgress: ago(2 * time.Hour),
 			want: Result{
-				Status: statusOf(2, 0, 1, 0, conds(
-					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget", hourAgo})),
+				Status: statusOf(2, 0, 1, 0, updatingConds("0 of 2 pods updated and ready; 1 updating; 2 held by a PodDisruptionBudget")),
 			},
 		},
 		{
