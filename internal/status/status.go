@@ -178,6 +178,8 @@ func Compute(in Input) Result {
 		}
 	}
 	var c counts
+	// failingPods: pods in flight that others alone do not hold.
+	failingPods := 0
 	for _, p := range in.Pods {
 		if p.Updated {
 			st.UpdatedPods++
@@ -206,7 +208,7 @@ func Compute(in Input) Result {
 		if p.Disrupting || (p.Updating && !p.Pending) {
 			c.inFlight++
 			if p.Disrupting || !heldByOthers[p.Key] {
-				c.failing++
+				failingPods++
 			}
 		}
 	}
@@ -220,7 +222,7 @@ func Compute(in Input) Result {
 	// that can hide only a due pod held for a reason of the rollout's own,
 	// maxUnavailable or its own write in flight, and then a pod it is
 	// waiting for is failing already.
-	failing := c.failing > 0 || (!notUpdate && in.Plan.Due > len(heldByOthers))
+	failing := failingPods > 0 || (!notUpdate && in.Plan.Due > len(heldByOthers))
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
@@ -332,8 +334,8 @@ type counts struct {
 	// revision, complete, not ready.
 	updating, updatedNotReady int
 	// inFlight: pods the rollout waits for (disrupted, or running with a
-	// write not complete); failing: those of them not held by others alone.
-	inFlight, failing int
+	// write not complete).
+	inFlight int
 	// staleInit: pods whose ordinary init containers ran an older image.
 	staleInit int
 }
