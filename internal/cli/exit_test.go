@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -61,6 +62,32 @@ func TestExitCodesHelp(t *testing.T) {
 	}
 	if strings.Index(help, "\n  3  ") > strings.Index(help, "\n  4  ") {
 		t.Errorf("codes not in order:\n%s", help)
+	}
+}
+
+func TestTransient(t *testing.T) {
+	gr := schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "sidecarsets"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{apierrors.NewConflict(gr, "s", errors.New("modified")), true},
+		{apierrors.NewTooManyRequests("slow down", 1), true},
+		{apierrors.NewServiceUnavailable("starting"), true},
+		{apierrors.NewInternalError(errors.New(`failed calling webhook "sidecarsets.sidecarset.dev"`)), true},
+		{apierrors.NewTimeoutError("slow", 1), true},
+		{apierrors.NewGenericServerResponse(502, "get", gr, "s", "bad gateway", 0, true), true},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true},
+		{apierrors.NewNotFound(gr, "s"), false},
+		{apierrors.NewForbidden(gr, "s", errors.New("no")), false},
+		{apierrors.NewBadRequest("bad"), false},
+		{context.Canceled, false},
+		{context.DeadlineExceeded, false},
+	} {
+		if got := transient(tc.err); got != tc.want {
+			t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
 

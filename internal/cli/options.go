@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sidecarscheme "github.com/sidecarset/sidecarset/internal/scheme"
-	"github.com/sidecarset/sidecarset/internal/transient"
 )
 
 // DefaultManagerNamespace is where the manager runs and keeps revisions
@@ -45,7 +44,7 @@ type Options struct {
 	// PollInterval is how often the waiting verbs read the cluster.
 	PollInterval time.Duration
 	// Backoff is how the waiting verbs retry a call that failed
-	// transiently (see transient.Is).
+	// transiently (see transient).
 	Backoff wait.Backoff
 }
 
@@ -57,7 +56,7 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 		ManagerNamespace: DefaultManagerNamespace,
 		IsTerminal:       isTerminal,
 		PollInterval:     time.Second,
-		Backoff:          transient.Backoff,
+		Backoff:          DefaultBackoff,
 	}
 }
 

@@ -2,17 +2,47 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/sidecarset/sidecarset/internal/transient"
 )
+
+// DefaultBackoff is how the waiting verbs retry a call that failed
+// transiently: 9 tries over about 30 seconds (0.25s, 0.5s, 1s, ... capped
+// at 8s), enough for an apiserver restart or a manager's webhook coming
+// back, short enough for a script to learn of an outage.
+var DefaultBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 9, Cap: 8 * time.Second}
+
+// transient reports whether a call that failed with err may succeed when
+// tried again unchanged: the apiserver was busy, restarting, or briefly
+// unreachable, or a webhook it calls was.
+func transient(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	case apierrors.IsConflict(err), apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err),
+		apierrors.IsTimeout(err), apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err),
+		apierrors.IsUnexpectedServerError(err):
+		return true
+	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code >= 500 {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
+}
 
 // retryingClient retries the calls of the waiting verbs that fail
 // transiently, with back-off, saying so on warn. Every call it retries is
@@ -37,14 +67,14 @@ func (r *retryingClient) do(ctx context.Context, what string, call func() error)
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
 		last = call()
-		if transient.Is(last) && ctx.Err() == nil {
+		if transient(last) && ctx.Err() == nil {
 			fmt.Fprintf(r.warn, "warning: %s: %v; retrying\n", what, last)
 			return false, nil
 		}
 		return true, nil
 	})
 	switch {
-	case last == nil || !transient.Is(last):
+	case last == nil || !transient(last):
 		return last
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)

@@ -4,14 +4,10 @@ import (
 	"fmt"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/sidecarset/sidecarset/internal/status"
-	"github.com/sidecarset/sidecarset/internal/transient"
 )
 
 // Injection is how the manager has new pods injected, the --injection flag.
@@ -78,22 +74,13 @@ func resolveInjection(cfg *rest.Config, injection Injection) (mode status.Mode, 
 }
 
 // policiesServed asks discovery whether the apiserver serves
-// MutatingAdmissionPolicy v1 and its bindings. An apiserver that is busy,
-// restarting or briefly unreachable is asked again (transient.Backoff), so
-// that a manager started during an outage of seconds does not exit.
+// MutatingAdmissionPolicy v1 and its bindings.
 func policiesServed(cfg *rest.Config) (bool, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return false, fmt.Errorf("discovery client: %w", err)
 	}
-	var list *metav1.APIResourceList
-	err = retry.OnError(transient.Backoff, transient.Is, func() error {
-		list, err = dc.ServerResourcesForGroupVersion(mapGroupVersion)
-		if transient.Is(err) {
-			ctrl.Log.WithName("setup").Info("discovery failed; asking again", "groupVersion", mapGroupVersion, "error", err.Error())
-		}
-		return err
-	})
+	list, err := dc.ServerResourcesForGroupVersion(mapGroupVersion)
 	if err != nil {
 		return false, fmt.Errorf("discover %s (whether MutatingAdmissionPolicy is served, for --injection): %w", mapGroupVersion, err)
 	}
