@@ -50,13 +50,13 @@ func faultyManager(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper)
 }
 
 // TestAPIFaults: a rollout of 100 pods (maxUnavailable 10%) by a manager
-// whose every request may fail: writes answered 409 (5%), or made and then
-// answered 500 (5%, the answer lost); any request but a watch answered 429
-// with Retry-After (5%) or 500 (5%) without reaching the apiserver, or held
-// back up to 500ms (10%); watch streams cut 1-5s after they open (50%, and
-// always the first). The rollout completes with every pod written once and
-// never more than 10 not Ready, and the manager backs off: its requests stay
-// within a bound per pod (see requestsPerPod).
+// whose every request but discovery may fail: writes answered 409 (5%), or
+// made and then answered 500 (5%, the answer lost); any request but a watch
+// answered 429 with Retry-After (5%) or 500 (5%) without reaching the
+// apiserver, or held back up to 500ms (10%); watch streams cut 1-5s after
+// they open (50%, and always the first). The rollout completes with every
+// pod written once and never more than 10 not Ready, and the manager backs
+// off: its requests stay within a bound per pod (see requestsPerPod).
 func TestAPIFaults(t *testing.T) {
 	const (
 		pods           = 100

@@ -43,8 +43,8 @@ type faultRates struct {
 
 // faultyTransport injects faults into the manager's requests at set rates,
 // from a seeded source, and counts the requests by verb and the faults by
-// kind. Leader election's requests pass untouched: the test runs one
-// manager, without it.
+// kind. Leader election's requests pass untouched (the test runs one
+// manager, without it), and so does discovery.
 type faultyTransport struct {
 	next  http.RoundTripper
 	rates faultRates
@@ -82,13 +82,28 @@ func isWrite(req *http.Request) bool {
 	return false
 }
 
+// discovery reports whether req asks which groups, versions or resources
+// the apiserver serves. The manager asks while it is being built; a failure
+// there ends its process, for its Deployment to start again, which is not
+// what these tests measure.
+func discovery(req *http.Request) bool {
+	path := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch path[0] {
+	case "api":
+		return len(path) <= 2
+	case "apis":
+		return len(path) <= 3
+	}
+	return false
+}
+
 // draw decides which fault strikes req, if any, and counts it.
 func (t *faultyTransport) draw(req *http.Request) (Fault, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v := verb(req)
 	t.requests[v]++
-	if strings.Contains(req.URL.Path, "/leases/") {
+	if strings.Contains(req.URL.Path, "/leases/") || discovery(req) {
 		return "", 0
 	}
 	hit := func(rate float64) bool { return t.rand.Float64() < rate }
