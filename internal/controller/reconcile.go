@@ -70,9 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i, p := range pods {
 		classified[i] = rollout.Classify(p.pod, p.rec, latest)
 	}
-	if err := r.markDisruptedByOthers(ctx, set.Name, pods, classified); err != nil {
-		return ctrl.Result{}, err
-	}
+	r.markDisruptedByOthers(set.Name, pods, classified)
 	unmanaged, err := r.countUnmanaged(ctx, set)
 	if err != nil {
 		// The count is a report, not a gate: keep rolling out with the last one.

@@ -71,21 +71,26 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest
 // the pod is back. A record written before writes carried their time is
 // not observed.
 func (r *Reconciler) observeBack(setName string, pods map[types.NamespacedName]*corev1.Pod, written []rollout.PodUpdate) {
-	now := r.Clock.Now()
 	for _, u := range written {
 		if u.Action != rollout.ActionSettle {
 			continue
 		}
-		pod, ok := pods[u.Pod]
-		if !ok {
-			continue
+		if pod, ok := pods[u.Pod]; ok {
+			r.observeSettled(setName, pod)
 		}
-		state, _ := revision.Decode(pod.Annotations)
-		if rec, ok := state[setName]; ok && rec.Write != nil && rec.Write.At != nil {
-			// The write's time is the writing replica's clock: a skew
-			// between replicas must not give a negative duration.
-			metrics.PodUpdated(setName, max(0, now.Sub(rec.Write.At.Time)))
-		}
+	}
+}
+
+// observeSettled observes how long the write that setName's record in pod
+// holds took, the record being settled now: by setName's own settle, or by
+// another set's write, which settles the records that are back with it
+// (rollout.Apply).
+func (r *Reconciler) observeSettled(setName string, pod *corev1.Pod) {
+	state, _ := revision.Decode(pod.Annotations)
+	if rec, ok := state[setName]; ok && rec.Write != nil && rec.Write.At != nil {
+		// The write's time is the writing replica's clock: a skew
+		// between replicas must not give a negative duration.
+		metrics.PodUpdated(setName, max(0, r.Clock.Now().Sub(rec.Write.At.Time)))
 	}
 }
 
@@ -165,13 +170,20 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 		}
 	}
 	if u.WritesRecord() {
-		written, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
+		written, others, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
 		if err != nil {
 			return err
 		}
 		patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
 		if err := r.Client.Patch(ctx, written, patch); err != nil {
 			return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
+		}
+		// The records of other sets the write settled for them are theirs
+		// to expect too: their own last writes would never be caught up
+		// with, the cache showing their records otherwise.
+		for _, name := range others {
+			r.expect(name, written)
+			r.observeSettled(name, cached)
 		}
 		r.expect(set.Name, written)
 	}

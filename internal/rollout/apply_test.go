@@ -1,10 +1,12 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -25,7 +27,7 @@ func TestApply(t *testing.T) {
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	before := pod.DeepCopy()
 
-	got, err := Apply(pod, setName, u)
+	got, _, err := Apply(pod, setName, u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestApply(t *testing.T) {
 	// Another set's damaged entry neither stops this set's write nor is
 	// lost by it.
 	pod.Annotations[v1alpha1.AnnotationState] = `{"other": {"revision": "other-1"}}`
-	got, err = Apply(pod, setName, u)
+	got, _, err = Apply(pod, setName, u)
 	if err != nil {
 		t.Fatalf("Apply beside another set's damaged entry: %v", err)
 	}
@@ -60,7 +62,7 @@ func TestApply(t *testing.T) {
 	}
 
 	pod.Annotations[v1alpha1.AnnotationState] = "{not json"
-	if _, err := Apply(pod, setName, u); err == nil {
+	if _, _, err := Apply(pod, setName, u); err == nil {
 		t.Errorf("Apply over a corrupt state annotation succeeded; want an error rather than losing other records")
 	}
 }
@@ -109,5 +111,69 @@ func TestStamped(t *testing.T) {
 				t.Errorf("Stamped modified its input (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestApplySettlesOthersBack: a write settles, for them, the records of
+// other sets whose last write is back in the pod it is made from, and only
+// those (found by TestModel, seed 10698544121659125931). Set s wrote p01
+// while ready and p01 came back, but the settle s planned from a view the
+// pod had moved on from was refused. Another set then wrote p01 while ready
+// and took it down. s counted that disruption as its own (its record's
+// write was ready when made, the pod is not ready), wrote into p01 again
+// for free, and so had two pods down with maxUnavailable 1.
+func TestApplySettlesOthersBack(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	// other writes its record, as the update that takes the pod down.
+	otherWrites := func(pod *corev1.Pod) []string {
+		t.Helper()
+		u := PodUpdate{Pod: key(pod.Name), Action: ActionUpdate, State: revision.SetState{Revision: "other-2", Hash: "o2", ImagelessHash: "y",
+			Write: &revision.Write{WasReady: true, Generation: pod.Generation + 1}}}
+		written, others, err := Apply(pod, "other", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written.Generation++
+		setReady(written, false)
+		*pod = *written
+		return others
+	}
+
+	back := writtenPod(t, v1, latest)
+	swap(back)
+	if p := Classify(back, record(back), latest); !p.Back || p.Record.Write == nil {
+		t.Fatalf("setup: p01 is not back with its write unsettled: %+v", p)
+	}
+	if others := otherWrites(back); !slices.Equal(others, []string{setName}) {
+		t.Errorf("Apply settled %v for others, want [%s]", others, setName)
+	}
+	if p := Classify(back, record(back), latest); p.Disrupting || p.Record.Write != nil {
+		t.Errorf("after another set's write took p01 down: Disrupting %v, Write %+v; want the write settled and not counted", p.Disrupting, p.Record.Write)
+	}
+
+	// The same with the record in a per-set key, as a mutating policy
+	// writes it: settled, and folded into the state annotation.
+	perSet := writtenPod(t, v1, latest)
+	swap(perSet)
+	perSet.Annotations[revision.PerSetKey(setName)] = revision.EncodeSetState(record(perSet))
+	delete(perSet.Annotations, v1alpha1.AnnotationState)
+	if others := otherWrites(perSet); !slices.Equal(others, []string{setName}) {
+		t.Errorf("Apply settled %v for others with the record in a per-set key, want [%s]", others, setName)
+	}
+	if rec := record(perSet); rec.Write != nil {
+		t.Errorf("the record in a per-set key was not settled: Write %+v", rec.Write)
+	}
+	if _, ok := perSet.Annotations[revision.PerSetKey(setName)]; ok {
+		t.Errorf("the per-set key is left beside the state annotation: %v", perSet.Annotations)
+	}
+
+	// A write still in flight is its set's to settle: it counts on.
+	inFlight := writtenPod(t, v1, latest)
+	if others := otherWrites(inFlight); len(others) != 0 {
+		t.Errorf("Apply settled %v for others over a write in flight, want none", others)
+	}
+	if p := Classify(inFlight, record(inFlight), latest); !p.Disrupting || p.Record.Write == nil {
+		t.Errorf("a write in flight under another set's: Disrupting %v, Write %+v; want it kept and counted", p.Disrupting, p.Record.Write)
 	}
 }

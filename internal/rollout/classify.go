@@ -94,10 +94,16 @@ type Pod struct {
 	// PodReady: the pod condition Ready is True.
 	PodReady bool
 	// DisruptedByOthers: another SidecarSet's rollout disrupted the pod
-	// and it is not back yet (Disrupted over the other sets' records); the
-	// caller sets it, Classify knows one record only. A write that would
-	// restart a running sidecar of such a pod waits (HeldByOtherRollout):
-	// it would keep the pod down longer, unseen by any budget or slot.
+	// and its write is still in flight (DownForWrite over the other sets'
+	// records); the caller sets it, Classify knows one record only. A write
+	// that would restart a running sidecar of such a pod waits
+	// (HeldByOtherRollout): the other set's record counts the pod only
+	// while it is down, and the kubelet could restart this write's sidecar
+	// after that one's, once the pod was ready again and no longer counted.
+	// Once the other set's write is done, the pod waiting only to turn
+	// ready, it counts until it is ready, and this write may go: waiting
+	// for it could wait for ever, when it is this write that makes the pod
+	// ready (a sidecar of this set that crashes).
 	DisruptedByOthers bool
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.
@@ -491,6 +497,18 @@ func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string) 
 			continue
 		}
 		if (ok && c.Disrupting) || (!ok && c.Disrupting && c.Updating) {
+			return true
+		}
+	}
+	return false
+}
+
+// DownForWrite reports whether a SidecarSet's write that is still in
+// flight has pod down: for one of the records in state, the pod is
+// Disrupting and Updating.
+func DownForWrite(pod *corev1.Pod, state revision.State) bool {
+	for _, rec := range state {
+		if c := Classify(pod, rec, Latest{}); c.Disrupting && c.Updating {
 			return true
 		}
 	}

@@ -111,7 +111,7 @@ func setRecord(pod *corev1.Pod, rec revision.SetState) {
 // applyUpdate does what the controller does with a PodUpdate: Apply, as
 // the apiserver stores it, moving the generation on a spec change.
 func applyUpdate(pod *corev1.Pod, u PodUpdate) {
-	written, err := Apply(pod, setName, u)
+	written, _, err := Apply(pod, setName, u)
 	if err != nil {
 		panic(fmt.Sprintf("test pod %s: %v", pod.Name, err))
 	}

@@ -661,7 +661,14 @@ func (m *model) reconcile(s *mset, lag int) {
 		if !ok || !selects(s.set, pod) {
 			continue
 		}
-		pods = append(pods, rollout.Classify(pod, rec, latest))
+		cl := rollout.Classify(pod, rec, latest)
+		if !cl.PodReady {
+			// As the controller marks them (markDisruptedByOthers).
+			others := maps.Clone(state)
+			delete(others, s.set.Name)
+			cl.DisruptedByOthers = rollout.DownForWrite(pod, others)
+		}
+		pods = append(pods, cl)
 		byName[pod.Name] = pod
 	}
 	budgets := map[types.NamespacedName][]rollout.Budget{}
@@ -746,9 +753,11 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	}
 	m.checkHotWrite(s, p, u)
 	written := p.pod
+	// The sets whose records the write settled for them.
+	var others []string
 	if u.WritesRecord() {
 		var err error
-		if written, err = rollout.Apply(p.pod, s.set.Name, u); err != nil {
+		if written, others, err = rollout.Apply(p.pod, s.set.Name, u); err != nil {
 			m.t.Fatalf("Apply: %v", err)
 		}
 	}
@@ -786,10 +795,12 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	p.pod = written
 	pod := written
 	m.bump(pod)
-	if m.writes[s.set.Name] == nil {
-		m.writes[s.set.Name] = map[string]*corev1.Pod{}
+	for _, name := range append(others, s.set.Name) {
+		if m.writes[name] == nil {
+			m.writes[name] = map[string]*corev1.Pod{}
+		}
+		m.writes[name][pod.Name] = pod.DeepCopy()
 	}
-	m.writes[s.set.Name][pod.Name] = pod.DeepCopy()
 
 	if restartsRunning && podReady(pod) {
 		healthy := len(p.disrupted) == 0

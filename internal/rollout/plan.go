@@ -585,8 +585,6 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
-		case p.Back:
-			updates = append(updates, settleOf(p))
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
 			// The same write, its generation and time kept.
@@ -594,15 +592,30 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 			w.WasReady, w.TurnedReady = true, true
 			u.State.Write = &w
 			updates = append(updates, u)
-		case p.BackButOwed:
-			u := PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: p.Record}
-			w := *p.Record.Write
-			w.WasReady, w.TurnedReady = false, false
-			u.State.Write = &w
-			updates = append(updates, u)
+		default:
+			if u, ok := backOf(p); ok {
+				updates = append(updates, u)
+			}
 		}
 	}
 	return updates
+}
+
+// backOf returns the write of p's record that says its last write is
+// back: settled when the pod is Back, or recorded back when the pod is
+// back but for a write that is a disruption of its own (BackButOwed).
+func backOf(p Pod) (PodUpdate, bool) {
+	switch {
+	case p.Back:
+		return settleOf(p), true
+	case p.BackButOwed:
+		u := PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: p.Record}
+		w := *p.Record.Write
+		w.WasReady, w.TurnedReady = false, false
+		u.State.Write = &w
+		return u, true
+	}
+	return PodUpdate{}, false
 }
 
 // runningInFlight returns the name of a sidecar of p whose write is in
