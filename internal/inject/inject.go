@@ -144,6 +144,7 @@ package inject
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -186,11 +187,13 @@ const (
 
 // Result is the outcome of injecting one pod.
 type Result struct {
-	// Pod is a deep copy of the input pod with the sidecars and records
-	// added. It equals the input unless Changed. What it takes from the
-	// sets unchanged (a sidecar's fields, a volume's source) it shares with
-	// them rather than copies, as the webhook only encodes it: change Pod's
-	// containers or volumes only in a DeepCopy of it.
+	// Pod is a copy of the input pod with the sidecars and records added.
+	// It equals the input unless Changed. Its annotations, labels and lists
+	// of containers, init containers, volumes and image pull secrets are
+	// its own; what it takes unchanged, from the input (a container's
+	// fields, the status) or from the sets (a sidecar's fields, a volume's
+	// source), it shares rather than copies, as the webhook only encodes
+	// it: change anything else of Pod only in a DeepCopy of it.
 	Pod *corev1.Pod
 	// Changed reports whether Pod differs from the input: sets injected, a
 	// stale record dropped, or the skipped annotation written or removed.
@@ -228,7 +231,7 @@ type Event struct {
 // so only sets without a namespaceSelector can match. The inputs are never
 // modified.
 func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, opts Options) Result {
-	res := Result{Pod: pod.DeepCopy()}
+	res := Result{Pod: ownCopy(pod)}
 	if pod.Annotations[v1alpha1.AnnotationInject] == "false" {
 		return res
 	}
@@ -307,6 +310,21 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 	res.Warnings = b.warnings
 	res.Events = b.events
 	return res
+}
+
+// ownCopy returns a copy of pod that injection may write (Result.Pod):
+// the maps it writes are copied, and the lists it appends to have no room
+// beyond their length, so an append makes a list of its own. A deep copy
+// of every container and of the status cost a fifth of an injection.
+func ownCopy(pod *corev1.Pod) *corev1.Pod {
+	out := *pod
+	out.Annotations = maps.Clone(pod.Annotations)
+	out.Labels = maps.Clone(pod.Labels)
+	out.Spec.Containers = slices.Clip(pod.Spec.Containers)
+	out.Spec.InitContainers = slices.Clip(pod.Spec.InitContainers)
+	out.Spec.Volumes = slices.Clip(pod.Spec.Volumes)
+	out.Spec.ImagePullSecrets = slices.Clip(pod.Spec.ImagePullSecrets)
+	return &out
 }
 
 // dropStale deletes from state, and returns sorted, the sets whose entry
