@@ -36,6 +36,11 @@ type RolloutPhase struct {
 	// baseline's first write) to the end: the controller's status saying
 	// Complete, the baseline's last status write after every pod is back.
 	Seconds float64 `json:"seconds"`
+	// SettledSeconds, the controller's only, runs from the image change
+	// until every pod's record is settled: the bookkeeping the controller
+	// writes once each pod is back, the last after its status says
+	// Complete, which the phase waits for.
+	SettledSeconds float64 `json:"settled_seconds,omitempty"`
 	// The writes the apiserver counted during the phase: pod patches (not
 	// the nodes' status writes), SidecarSet status writes, and events
 	// created through events.k8s.io (the controller's; the nodes write
@@ -190,7 +195,9 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "pod's image and a record of the same size in one patch carrying the pod's resourceVersion, %d at a time, waits on a ", r.Concurrency)
 	fmt.Fprintf(&b, "watch for the pod to be Ready on a new imageID, and writes a SidecarSet's status as often as the controller did in the ")
 	fmt.Fprintf(&b, "round before; its time runs from its first write to its last status write. Its pods are copies of the controller's, ")
-	fmt.Fprintf(&b, "on the same nodes, in another namespace. Times are medians over the rounds.\n\n")
+	fmt.Fprintf(&b, "on the same nodes, in another namespace. Times are medians over the rounds. The controller settles each pod's ")
+	fmt.Fprintf(&b, "record once the pod is back (a patch of the record alone), the last ones after its status says Complete; its phase ")
+	fmt.Fprintf(&b, "waits for them, so those patches load no other phase, and \"settled s\" says when the last one landed.\n\n")
 
 	fmt.Fprintf(&b, "## Goals\n\n")
 	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|\n")
@@ -204,15 +211,19 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 
 	fmt.Fprintf(&b, "\n## Phases\n\n")
 	fmt.Fprintf(&b, "Writes as the apiserver counted them during the phase: pod patches, SidecarSet status writes, events.k8s.io events.\n\n")
-	fmt.Fprintf(&b, "| pods | maxUnavailable | round | kind | seconds | pods/s | pod patches | status writes | events | conflicts |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| pods | maxUnavailable | round | kind | seconds | settled s | pods/s | pod patches | status writes | events | conflicts |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	phases := slices.Clone(r.Phases)
 	slices.SortStableFunc(phases, func(a, c RolloutPhase) int {
 		return cmp.Or(cmp.Compare(a.Pods, c.Pods), cmp.Compare(c.MaxUnavailable, a.MaxUnavailable), cmp.Compare(a.Round, c.Round))
 	})
 	for _, p := range phases {
-		fmt.Fprintf(&b, "| %d | %s | %d | %s | %.1f | %.0f | %.0f | %.0f | %.0f | %d |\n", p.Pods, p.MaxUnavailable, p.Round, p.Kind,
-			p.Seconds, ratio(float64(p.Pods), p.Seconds), p.PodPatches, p.StatusWrites, p.Events, p.Conflicts)
+		settled := ""
+		if p.SettledSeconds > 0 {
+			settled = fmt.Sprintf("%.1f", p.SettledSeconds)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %.1f | %s | %.0f | %.0f | %.0f | %.0f | %d |\n", p.Pods, p.MaxUnavailable, p.Round, p.Kind,
+			p.Seconds, settled, ratio(float64(p.Pods), p.Seconds), p.PodPatches, p.StatusWrites, p.Events, p.Conflicts)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -142,6 +142,7 @@ func TestRolloutSummary(t *testing.T) {
 func TestRolloutMarkdown(t *testing.T) {
 	r := RolloutReport{Scale: "small", Sizes: []int{200},
 		Phases: []RolloutPhase{phase(200, "10%", 1, KindController, 4), phase(200, "100%", 1, KindBaseline, 2), phase(200, "100%", 1, KindController, 3)}}
+	r.Phases[2].SettledSeconds = 3.5
 	r.Comparisons = CompareRollouts(r.Phases, []int{1000})
 	var b bytes.Buffer
 	if err := r.WriteMarkdown(&b); err != nil {
@@ -150,7 +151,8 @@ func TestRolloutMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"| 200 | 100% | 3.0 | 2.0 | 1.500 |  |  |",
-		"| 200 | 100% | 1 | controller | 3.0 | 67 |",
+		"| 200 | 100% | 1 | controller | 3.0 | 3.5 | 67 |",
+		"| 200 | 100% | 1 | baseline | 2.0 |  | 100 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
