@@ -107,14 +107,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, p := range pods {
 		byKey[types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}] = p.pod
 	}
-	// Status counts as progress only the writes that landed.
-	plan.Updates = r.apply(ctx, set, latest.Name, plan, byKey)
+	// Status counts as progress only the writes that landed. Settles are
+	// bookkeeping that neither the status nor other sets' budgets wait
+	// for: they go after the status, which a rollout's last pods back
+	// would otherwise tell only once all of them are settled.
+	writes, settles := splitSettles(plan.Updates)
+	plan.Updates = r.apply(ctx, set, latest.Name, writes, byKey)
 	release()
+	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
+	r.apply(ctx, set, latest.Name, settles, byKey)
 	if err := r.markPods(ctx, set, classified, byKey); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
 	if err == nil && scopeErr != nil && (res.RequeueAfter == 0 || res.RequeueAfter > scopeRetry) {
 		res.RequeueAfter = scopeRetry
 	}

@@ -21,15 +21,15 @@ import (
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
-// apply writes the plan's pod updates, a few at a time, and returns the ones
+// apply writes pod updates of a plan, a few at a time, and returns the ones
 // that landed, in plan order. The plan already decided that all of them may
 // go now; writing them one after another would only make a wide rollout
 // (maxUnavailable 100%) wait on round trips.
-func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest string, plan rollout.Plan, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
-	landed := make([]bool, len(plan.Updates))
+func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest string, updates []rollout.PodUpdate, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
+	landed := make([]bool, len(updates))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, concurrentPodWrites)
-	for i, u := range plan.Updates {
+	for i, u := range updates {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
@@ -40,7 +40,7 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest
 	var written []rollout.PodUpdate
 	var names []string
 	var first *corev1.Pod
-	for i, u := range plan.Updates {
+	for i, u := range updates {
 		if landed[i] {
 			written = append(written, u)
 			if u.Action == rollout.ActionUpdate {
@@ -61,6 +61,19 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest
 	}
 	r.observeBack(set.Name, pods, written)
 	return written
+}
+
+// splitSettles splits updates into settles and the others, each in the
+// order given.
+func splitSettles(updates []rollout.PodUpdate) (others, settles []rollout.PodUpdate) {
+	for _, u := range updates {
+		if u.Action == rollout.ActionSettle {
+			settles = append(settles, u)
+		} else {
+			others = append(others, u)
+		}
+	}
+	return others, settles
 }
 
 // observeBack observes, for every settle that landed, how long the write it
