@@ -81,11 +81,12 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 }
 
 // markDisruptedByOthers sets Pod.DisruptedByOthers on the pods that another
-// SidecarSet's write still in flight has down: a write of this set into one
-// prolongs that disruption. Only a pod that is not ready and carries another
-// set's record can be; the others' writes this manager made are seen even
-// before the cache has them.
-func (r *Reconciler) markDisruptedByOthers(set string, pods []matched, classified []rollout.Pod) {
+// SidecarSet's rollout has down: a write of this set into one prolongs that
+// disruption. Only a pod that is not ready and carries another set's record
+// can be; the others' writes this manager made are seen even before the
+// cache has them.
+func (r *Reconciler) markDisruptedByOthers(ctx context.Context, set string, pods []matched, classified []rollout.Pod) error {
+	var latest map[string]string
 	for i, p := range pods {
 		if classified[i].PodReady {
 			continue
@@ -93,8 +94,18 @@ func (r *Reconciler) markDisruptedByOthers(set string, pods []matched, classifie
 		pod := r.freshest(p.pod)
 		state, _ := revision.Decode(pod.Annotations)
 		delete(state, set)
-		classified[i].DisruptedByOthers = rollout.DownForWrite(pod, state)
+		if len(state) == 0 {
+			continue
+		}
+		if latest == nil {
+			var err error
+			if latest, err = r.latestHashes(ctx); err != nil {
+				return err
+			}
+		}
+		classified[i].DisruptedByOthers = rollout.Disrupted(pod, state, latest)
 	}
+	return nil
 }
 
 // latestHashes maps every SidecarSet's name to its latest revision's Hash.

@@ -70,7 +70,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i, p := range pods {
 		classified[i] = rollout.Classify(p.pod, p.rec, latest)
 	}
-	r.markDisruptedByOthers(set.Name, pods, classified)
+	if err := r.markDisruptedByOthers(ctx, set.Name, pods, classified); err != nil {
+		return ctrl.Result{}, err
+	}
 	unmanaged, err := r.countUnmanaged(ctx, set)
 	if err != nil {
 		// The count is a report, not a gate: keep rolling out with the last one.

@@ -94,6 +94,23 @@ func (r *Reconciler) observeBack(setName string, pods map[types.NamespacedName]*
 	}
 }
 
+// observeSettledFor observes the writes of the records of other sets that
+// written, a write of cached, settled for them (rollout.Apply): those that
+// were recorded back wait for their own settle, and a deleted set's series
+// is gone for good.
+func (r *Reconciler) observeSettledFor(ctx context.Context, others []string, cached, written *corev1.Pod) {
+	state, _ := revision.Decode(written.Annotations)
+	for _, name := range others {
+		if rec, ok := state[name]; !ok || rec.Write != nil {
+			continue
+		}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.SidecarSet{}); err != nil {
+			continue
+		}
+		r.observeSettled(name, cached)
+	}
+}
+
 // observeSettled observes how long the write that setName's record in pod
 // holds took, the record being settled now: by setName's own settle, or by
 // another set's write, which settles the records that are back with it
@@ -191,14 +208,8 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 		if err := r.Client.Patch(ctx, written, patch); err != nil {
 			return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
 		}
-		// The records of other sets the write settled for them are theirs
-		// to expect too: their own last writes would never be caught up
-		// with, the cache showing their records otherwise.
-		for _, name := range others {
-			r.expect(name, written)
-			r.observeSettled(name, cached)
-		}
 		r.expect(set.Name, written)
+		r.observeSettledFor(ctx, others, cached, written)
 	}
 	if len(u.Resize) == 0 {
 		return nil

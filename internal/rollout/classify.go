@@ -94,16 +94,16 @@ type Pod struct {
 	// PodReady: the pod condition Ready is True.
 	PodReady bool
 	// DisruptedByOthers: another SidecarSet's rollout disrupted the pod
-	// and its write is still in flight (DownForWrite over the other sets'
-	// records); the caller sets it, Classify knows one record only. A write
-	// that would restart a running sidecar of such a pod waits
-	// (HeldByOtherRollout): the other set's record counts the pod only
-	// while it is down, and the kubelet could restart this write's sidecar
-	// after that one's, once the pod was ready again and no longer counted.
-	// Once the other set's write is done, the pod waiting only to turn
-	// ready, it counts until it is ready, and this write may go: waiting
-	// for it could wait for ever, when it is this write that makes the pod
-	// ready (a sidecar of this set that crashes).
+	// and it is not back yet (Disrupted over the other sets' records); the
+	// caller sets it, Classify knows one record only. A write that would
+	// restart a running sidecar of such a pod waits (HeldByOtherRollout):
+	// it would keep the pod down longer, unseen by any budget or slot.
+	// Unless it writes a sidecar that does not serve (not running, or not
+	// ready): the pod cannot turn ready before that sidecar serves again,
+	// and the kubelet acts on every container the write changes at once,
+	// so the other set counts the pod until the write is done; waiting
+	// could wait for ever, the pod down for that very sidecar (one whose
+	// image does not pull, or that crashes).
 	DisruptedByOthers bool
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.
@@ -497,18 +497,6 @@ func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string) 
 			continue
 		}
 		if (ok && c.Disrupting) || (!ok && c.Disrupting && c.Updating) {
-			return true
-		}
-	}
-	return false
-}
-
-// DownForWrite reports whether a SidecarSet's write that is still in
-// flight has pod down: for one of the records in state, the pod is
-// Disrupting and Updating.
-func DownForWrite(pod *corev1.Pod, state revision.State) bool {
-	for _, rec := range state {
-		if c := Classify(pod, rec, Latest{}); c.Disrupting && c.Updating {
 			return true
 		}
 	}

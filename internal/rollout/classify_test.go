@@ -329,52 +329,6 @@ func TestDisrupted(t *testing.T) {
 	}
 }
 
-// TestDownForWrite: a write holds others' writes into the pod while it is
-// in flight; once it is done, the pod not ready yet, it still counts for
-// budgets (Disrupted) but holds no write: the pod may wait on the very
-// sidecar another set's write would fix (found by TestModel: a set whose
-// sidecar crashed in a pod another set had written stayed held for ever,
-// the other set waiting for the pod to turn ready to settle).
-func TestDownForWrite(t *testing.T) {
-	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
-	latest := NewLatest(v2)
-	exists := map[string]string{v2.Name: latest.Hash}
-	for _, tc := range []struct {
-		name            string
-		pod             func() *corev1.Pod
-		down, disrupted bool
-	}{
-		{"written while ready, kubelet not done", func() *corev1.Pod {
-			pod := writtenPod(t, v1, latest)
-			setReady(pod, false)
-			return pod
-		}, true, true},
-		{"written, swapped, the pod not ready yet", func() *corev1.Pod {
-			pod := writtenPod(t, v1, latest)
-			swap(pod)
-			setReady(pod, false)
-			return pod
-		}, false, true},
-		{"written, swapped and ready: back", func() *corev1.Pod {
-			pod := writtenPod(t, v1, latest)
-			swap(pod)
-			return pod
-		}, false, false},
-	} {
-		pod := tc.pod()
-		state, err := revision.Decode(pod.Annotations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := DownForWrite(pod, state); got != tc.down {
-			t.Errorf("%s: DownForWrite = %v, want %v", tc.name, got, tc.down)
-		}
-		if got := Disrupted(pod, state, exists); got != tc.disrupted {
-			t.Errorf("%s: Disrupted = %v, want %v", tc.name, got, tc.disrupted)
-		}
-	}
-}
-
 // writtenPod returns a pod injected with from that the controller then moved
 // to latest; the kubelet has not acted yet.
 func writtenPod(t *testing.T, from *v1alpha1.SidecarSet, latest Latest) *corev1.Pod {

@@ -19,7 +19,8 @@ import (
 // written: not updating, so not counted against maxUnavailable, and the next
 // pod would be written beside it. The record the controller wrote tells the
 // two apart: only this controller writes a set's record, so the cache shows
-// it once it has seen the write, or any later version of the pod.
+// it once it has seen the write, or any later version of the pod; another
+// set's write changes it only to settle it or record it back (Apply).
 //
 // Worked cases, the controller wrote record R2 over R1:
 //
@@ -29,18 +30,36 @@ import (
 //	cached record R2, another set's record new → cached, caught up
 //	cached record R1, generation above the written one's → cached, caught up
 //	cached record R2, the resize after it not seen yet   → written, not caught up
+//	cached record R2 settled by another set's write      → cached, caught up
 func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 	if cached.UID != written.UID {
 		// Another pod of the same name: the written one is gone.
 		return cached, true
 	}
 	if cached.Generation > written.Generation ||
-		(cached.Generation == written.Generation && recordOf(cached, setName) == recordOf(written, setName)) {
+		(cached.Generation == written.Generation && seenIn(cached, written, setName)) {
 		// A newer spec than the one written is a later version too. The
 		// record alone does not tell a resize written after it.
 		return cached, true
 	}
 	return written, false
+}
+
+// seenIn reports whether cached shows setName's record as written left
+// it, or as another set's write of a record alone settled it or recorded it
+// back since (Apply): a later version of the pod either way.
+func seenIn(cached, written *corev1.Pod, setName string) bool {
+	got := recordOf(cached, setName)
+	if got == recordOf(written, setName) {
+		return true
+	}
+	state, err := revision.Decode(written.Annotations)
+	rec, ok := state[setName]
+	if err != nil || !ok || rec.Write == nil {
+		return false
+	}
+	return got == revision.Encode(revision.State{setName: settledRecord(rec)}) ||
+		got == revision.Encode(revision.State{setName: recordedBack(rec)})
 }
 
 // recordOf returns setName's entry of pod's state annotation, encoded, or

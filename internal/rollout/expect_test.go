@@ -52,3 +52,33 @@ func TestFresher(t *testing.T) {
 		})
 	}
 }
+
+// TestFresherSettledByOthers: another set's write settles or records back
+// this set's record (Apply); the cache showing it so has seen a version of
+// the pod after this set's write.
+func TestFresherSettledByOthers(t *testing.T) {
+	r1 := revision.SetState{Revision: "s-1", Hash: "1", ImagelessHash: "x",
+		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v1"}}}
+	r2 := revision.SetState{Revision: "s-2", Hash: "2", ImagelessHash: "x",
+		Write:      &revision.Write{WasReady: true, TurnedReady: true, Generation: 1},
+		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v2", PreviousContainerID: "containerd://exporter-0", PreviousImage: "exporter:v1"}}}
+	pod := func(rec revision.SetState) *corev1.Pod {
+		p := injectedPod("p01", testSet("exporter:v1"))
+		p.Annotations[v1alpha1.AnnotationState] = revision.Encode(revision.State{setName: rec, "other": {Revision: "o-2", Hash: "o", ImagelessHash: "y"}})
+		return p
+	}
+	written := pod(r2)
+	for _, tt := range []struct {
+		name     string
+		cached   revision.SetState
+		caughtUp bool
+	}{
+		{"the write not seen yet", r1, false},
+		{"settled by another set's write", settledRecord(r2), true},
+		{"recorded back by another set's write", recordedBack(r2), true},
+	} {
+		if _, caughtUp := Fresher(pod(tt.cached), written, setName); caughtUp != tt.caughtUp {
+			t.Errorf("%s: caught up %v, want %v", tt.name, caughtUp, tt.caughtUp)
+		}
+	}
+}

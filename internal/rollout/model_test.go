@@ -666,7 +666,7 @@ func (m *model) reconcile(s *mset, lag int) {
 			// As the controller marks them (markDisruptedByOthers).
 			others := maps.Clone(state)
 			delete(others, s.set.Name)
-			cl.DisruptedByOthers = rollout.DownForWrite(pod, others)
+			cl.DisruptedByOthers = len(others) > 0 && rollout.Disrupted(pod, others, latestHashes)
 		}
 		pods = append(pods, cl)
 		byName[pod.Name] = pod
@@ -753,11 +753,9 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	}
 	m.checkHotWrite(s, p, u)
 	written := p.pod
-	// The sets whose records the write settled for them.
-	var others []string
 	if u.WritesRecord() {
 		var err error
-		if written, others, err = rollout.Apply(p.pod, s.set.Name, u); err != nil {
+		if written, _, err = rollout.Apply(p.pod, s.set.Name, u); err != nil {
 			m.t.Fatalf("Apply: %v", err)
 		}
 	}
@@ -795,12 +793,10 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	p.pod = written
 	pod := written
 	m.bump(pod)
-	for _, name := range append(others, s.set.Name) {
-		if m.writes[name] == nil {
-			m.writes[name] = map[string]*corev1.Pod{}
-		}
-		m.writes[name][pod.Name] = pod.DeepCopy()
+	if m.writes[s.set.Name] == nil {
+		m.writes[s.set.Name] = map[string]*corev1.Pod{}
 	}
+	m.writes[s.set.Name][pod.Name] = pod.DeepCopy()
 
 	if restartsRunning && podReady(pod) {
 		healthy := len(p.disrupted) == 0

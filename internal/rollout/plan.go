@@ -210,7 +210,8 @@ const (
 	HeldInFlight HoldReason = "InFlight"
 	// HeldByOtherRollout means another SidecarSet's rollout has the pod down
 	// (Pod.DisruptedByOthers), and the write would restart a running
-	// sidecar of it: the pod goes once it is back.
+	// sidecar of it, every one it writes serving: the pod goes once it is
+	// back.
 	HeldByOtherRollout HoldReason = "OtherRollout"
 	// HeldChangeInFlight means someone else changed a running sidecar's image
 	// (a hand edit) and the kubelet has not acted on it yet: its status
@@ -526,8 +527,9 @@ func Next(in Input) (Plan, error) {
 		// disruption: writing it again takes nothing more, and keeps them.
 		// A pod another set's rollout has down would stay down longer for
 		// this write, which no budget or slot would count: it waits until
-		// it is back.
-		if w.pod.DisruptedByOthers && !w.pod.Disrupting && w.action != ActionHandoff && u.restartsRunning(w.pod) {
+		// it is back, unless the write is to a sidecar that does not serve
+		// (Pod.DisruptedByOthers).
+		if w.pod.DisruptedByOthers && !w.pod.Disrupting && w.action != ActionHandoff && u.restartsRunning(w.pod) && !u.writesUnserving(w.pod) {
 			plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
@@ -609,13 +611,18 @@ func backOf(p Pod) (PodUpdate, bool) {
 	case p.Back:
 		return settleOf(p), true
 	case p.BackButOwed:
-		u := PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: p.Record}
-		w := *p.Record.Write
-		w.WasReady, w.TurnedReady = false, false
-		u.State.Write = &w
-		return u, true
+		return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}, true
 	}
 	return PodUpdate{}, false
+}
+
+// recordedBack returns rec, whose write is back but for a write that is a
+// disruption of its own, saying so: the same write, no longer counted.
+func recordedBack(rec revision.SetState) revision.SetState {
+	w := *rec.Write
+	w.WasReady, w.TurnedReady = false, false
+	rec.Write = &w
+	return rec
 }
 
 // runningInFlight returns the name of a sidecar of p whose write is in
@@ -648,6 +655,17 @@ func (u PodUpdate) restartsRunning(p Pod) bool {
 		}
 	}
 	return false
+}
+
+// writesUnserving reports whether u writes a sidecar of p that keeps
+// running but does not serve now: it does not run, or it is not ready.
+func (u PodUpdate) writesUnserving(p Pod) bool {
+	unserving := func(name string) bool {
+		c, ok := p.container(name)
+		return ok && c.Runs && (!c.Running || !c.Ready)
+	}
+	return slices.ContainsFunc(u.Containers, func(c ContainerImage) bool { return unserving(c.Name) }) ||
+		slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return unserving(r.Name) })
 }
 
 // WritesRecord reports whether u writes the pod's record: every action but
@@ -796,13 +814,17 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 // after injection, so that a sidecar failing later is judged as any
 // running container, not as a write in flight.
 func settleOf(p Pod) PodUpdate {
-	u := PodUpdate{Pod: p.Key, Action: ActionSettle, State: p.Record}
-	u.State.Write = nil
-	u.State.Containers = make([]revision.ContainerState, len(p.Record.Containers))
-	for i, rc := range p.Record.Containers {
-		u.State.Containers[i] = settled(rc)
+	return PodUpdate{Pod: p.Key, Action: ActionSettle, State: settledRecord(p.Record)}
+}
+
+// settledRecord returns rec without its write, every container settled.
+func settledRecord(rec revision.SetState) revision.SetState {
+	containers := make([]revision.ContainerState, len(rec.Containers))
+	for i, rc := range rec.Containers {
+		containers[i] = settled(rc)
 	}
-	return u
+	rec.Write, rec.Containers = nil, containers
+	return rec
 }
 
 // revertOf writes the recorded images back into p's drifted containers.

@@ -100,6 +100,9 @@ func disrupted(p *Pod) {
 // disruptedByOthers: another set's rollout disrupted p.
 func disruptedByOthers(p *Pod) { p.DisruptedByOthers = true }
 
+// serving: p's sidecar runs and is ready.
+func serving(p *Pod) { p.Containers[0].Running, p.Containers[0].Ready = true, true }
+
 func notReady(p *Pod) {
 	p.PodReady = false
 	p.Ready = false
@@ -427,7 +430,7 @@ func TestNext(t *testing.T) {
 			// write, which the budget counts; writing p01 now would keep it
 			// down unseen, and writing p02 would take a second pod down.
 			name:     "maxUnavailable 3, budget allows 1 spent on p01 by another set: p01 waits, no other goes",
-			pods:     fleet(12, each([]opt{notReady, disruptedByOthers}, "p01")),
+			pods:     fleet(12, each([]opt{notReady, disruptedByOthers, serving}, "p01")),
 			strategy: strategy("0", "3"),
 			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWebSpent, key("p02"): dbWebSpent, key("p03"): dbWebSpent},
 			want: outcome{[]string{"p04", "p05", "p06"}, held(
@@ -435,9 +438,18 @@ func TestNext(t *testing.T) {
 		},
 		{
 			name:     "maxUnavailable 1, p01 down for another set: it waits, the others go as usual",
-			pods:     fleet(3, each([]opt{notReady, disruptedByOthers}, "p01")),
+			pods:     fleet(3, each([]opt{notReady, disruptedByOthers, serving}, "p01")),
 			strategy: strategy("0", "1"),
 			want:     outcome{[]string{"p02"}, held(HeldByOtherRollout, "p01", HeldByMaxUnavailable, "p03")},
+		},
+		{
+			// Found by TestModel: the pod was down for this set's own
+			// sidecar, which crashed, while another set waited for the pod
+			// to turn ready to settle; held, the fix never went.
+			name:     "maxUnavailable 1, p01 down for another set, its sidecar not serving: the fix goes, taking no slot",
+			pods:     fleet(3, each([]opt{notReady, disruptedByOthers}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p01", "p02"}, held(HeldByMaxUnavailable, "p03")},
 		},
 		{
 			name:     "a budget that allows nothing does not hold a pod that is not ready",

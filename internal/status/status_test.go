@@ -499,6 +499,11 @@ func TestCompute(t *testing.T) {
 				ps := fleet(2, mix{})
 				for i := range ps {
 					ps[i].PodReady, ps[i].Ready, ps[i].DisruptedByOthers = false, false, true
+					// Their sidecars serve: the pods are down for the
+					// other set alone.
+					for j := range ps[i].Containers {
+						ps[i].Containers[j].Running, ps[i].Containers[j].Ready = true, true
+					}
 				}
 				return ps
 			}(),
