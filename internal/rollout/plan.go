@@ -658,11 +658,12 @@ func (u PodUpdate) restartsRunning(p Pod) bool {
 }
 
 // writesUnserving reports whether u writes a sidecar of p that keeps
-// running but does not serve now: it does not run, or it is not ready.
+// running but does not serve now (it does not run, or it is not ready),
+// and whose change the kubelet acts on at once (not NotStarted).
 func (u PodUpdate) writesUnserving(p Pod) bool {
 	unserving := func(name string) bool {
 		c, ok := p.container(name)
-		return ok && c.Runs && (!c.Running || !c.Ready)
+		return ok && c.Runs && (!c.Running || !c.Ready) && !c.NotStarted
 	}
 	return slices.ContainsFunc(u.Containers, func(c ContainerImage) bool { return unserving(c.Name) }) ||
 		slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return unserving(r.Name) })

@@ -100,6 +100,13 @@ func disrupted(p *Pod) {
 // disruptedByOthers: another set's rollout disrupted p.
 func disruptedByOthers(p *Pod) { p.DisruptedByOthers = true }
 
+// notStarted: p's sidecar is a native one that runs, its startup probe
+// not passed yet.
+func notStarted(p *Pod) {
+	c := &p.Containers[0]
+	c.Init, c.Running, c.Ready, c.NotStarted = true, true, false, true
+}
+
 // serving: p's sidecar runs and is ready.
 func serving(p *Pod) { p.Containers[0].Running, p.Containers[0].Ready = true, true }
 
@@ -450,6 +457,15 @@ func TestNext(t *testing.T) {
 			pods:     fleet(3, each([]opt{notReady, disruptedByOthers}, "p01")),
 			strategy: strategy("0", "1"),
 			want:     outcome{[]string{"p01", "p02"}, held(HeldByMaxUnavailable, "p03")},
+		},
+		{
+			// The kubelet restarts a native sidecar whose startup probe
+			// has not passed only once it passes: the pod could turn
+			// ready before the write is acted on, uncounted.
+			name:     "maxUnavailable 1, p01 down for another set, its native sidecar not started yet: it waits",
+			pods:     fleet(3, each([]opt{notReady, disruptedByOthers, notStarted}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByOtherRollout, "p01", HeldByMaxUnavailable, "p03")},
 		},
 		{
 			name:     "a budget that allows nothing does not hold a pod that is not ready",
