@@ -20,7 +20,7 @@ import (
 //
 // The other sets' records whose last write is back in pod are written as
 // those sets' own reconciles would write them (backOf), and their names
-// returned in others, for the caller to expect them: the write is made
+// returned in others (the caller times those updates): the write is made
 // from pod, through the optimistic lock, so their writes were back when it
 // was made. Should it take the pod down, a record that still described its
 // write would take that for its own disruption: count the pod against its
