@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -31,6 +33,7 @@ import (
 //	cached record R1, generation above the written one's → cached, caught up
 //	cached record R2, the resize after it not seen yet   → written, not caught up
 //	cached record R2 settled by another set's write      → cached, caught up
+//	cached record R2 settled, no other set's record new  → written, not caught up
 func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 	if cached.UID != written.UID {
 		// Another pod of the same name: the written one is gone.
@@ -47,7 +50,11 @@ func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 
 // seenIn reports whether cached shows setName's record as written left
 // it, or as another set's write of a record alone settled it or recorded it
-// back since (Apply): a later version of the pod either way.
+// back since (Apply): a later version of the pod either way. That write
+// wrote its own set's record too; without it, a record that reads as the
+// written one settled or recorded back is the one from before the write (a
+// resize written after its record keeps the Write the record held, but for
+// WasReady).
 func seenIn(cached, written *corev1.Pod, setName string) bool {
 	got := recordOf(cached, setName)
 	if got == recordOf(written, setName) {
@@ -55,11 +62,28 @@ func seenIn(cached, written *corev1.Pod, setName string) bool {
 	}
 	state, err := revision.Decode(written.Annotations)
 	rec, ok := state[setName]
-	if err != nil || !ok || rec.Write == nil {
+	if err != nil || !ok || rec.Write == nil || !othersChanged(cached, state, setName) {
 		return false
 	}
 	return got == revision.Encode(revision.State{setName: settledRecord(rec)}) ||
 		got == revision.Encode(revision.State{setName: recordedBack(rec)})
+}
+
+// othersChanged reports whether the record of some set other than setName
+// differs between cached and written, the state of the pod as written.
+func othersChanged(cached *corev1.Pod, written revision.State, setName string) bool {
+	state, err := revision.Decode(cached.Annotations)
+	if err != nil {
+		return false
+	}
+	return revision.Encode(without(state, setName)) != revision.Encode(without(written, setName))
+}
+
+// without returns a copy of state without setName's record.
+func without(state revision.State, setName string) revision.State {
+	out := maps.Clone(state)
+	delete(out, setName)
+	return out
 }
 
 // recordOf returns setName's entry of pod's state annotation, encoded, or

@@ -62,22 +62,31 @@ func TestFresherSettledByOthers(t *testing.T) {
 	r2 := revision.SetState{Revision: "s-2", Hash: "2", ImagelessHash: "x",
 		Write:      &revision.Write{WasReady: true, TurnedReady: true, Generation: 1},
 		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v2", PreviousContainerID: "containerd://exporter-0", PreviousImage: "exporter:v1"}}}
-	pod := func(rec revision.SetState) *corev1.Pod {
+	other := revision.SetState{Revision: "o-2", Hash: "o", ImagelessHash: "y"}
+	othersWrite := revision.SetState{Revision: "o-3", Hash: "o3", ImagelessHash: "y3", Write: &revision.Write{WasReady: true, Generation: 2}}
+	pod := func(rec, other revision.SetState) *corev1.Pod {
 		p := injectedPod("p01", testSet("exporter:v1"))
-		p.Annotations[v1alpha1.AnnotationState] = revision.Encode(revision.State{setName: rec, "other": {Revision: "o-2", Hash: "o", ImagelessHash: "y"}})
+		p.Annotations[v1alpha1.AnnotationState] = revision.Encode(revision.State{setName: rec, "other": other})
 		return p
 	}
-	written := pod(r2)
+	written := pod(r2, other)
 	for _, tt := range []struct {
-		name     string
-		cached   revision.SetState
-		caughtUp bool
+		name          string
+		cached, other revision.SetState
+		caughtUp      bool
 	}{
-		{"the write not seen yet", r1, false},
-		{"settled by another set's write", settledRecord(r2), true},
-		{"recorded back by another set's write", recordedBack(r2), true},
+		{"the write not seen yet", r1, other, false},
+		{"settled by another set's write", settledRecord(r2), othersWrite, true},
+		{"recorded back by another set's write", recordedBack(r2), othersWrite, true},
+		// A resize written after its record (ActionResize WithRecord)
+		// over a record another set's write recorded back keeps that
+		// Write but for WasReady: the record from before the write reads
+		// as this one recorded back. No other set's record changed: it is
+		// the pod from before the write.
+		{"recorded back before the write, which kept the rest of its Write", recordedBack(r2), other, false},
+		{"settled, no other set's record changed", settledRecord(r2), other, false},
 	} {
-		if _, caughtUp := Fresher(pod(tt.cached), written, setName); caughtUp != tt.caughtUp {
+		if _, caughtUp := Fresher(pod(tt.cached, tt.other), written, setName); caughtUp != tt.caughtUp {
 			t.Errorf("%s: caught up %v, want %v", tt.name, caughtUp, tt.caughtUp)
 		}
 	}
