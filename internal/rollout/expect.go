@@ -1,9 +1,8 @@
 package rollout
 
 import (
-	"maps"
-
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -19,71 +18,45 @@ import (
 // the write's watch event arrived (a requeue, an event of the SidecarSet or
 // of another pod) would otherwise see the pod as it was before it was
 // written: not updating, so not counted against maxUnavailable, and the next
-// pod would be written beside it. The record the controller wrote tells the
-// two apart: only this controller writes a set's record, so the cache shows
-// it once it has seen the write, or any later version of the pod; another
-// set's write changes it only to settle it or record it back (Apply).
+// pod would be written beside it.
 //
-// Worked cases, the controller wrote record R2 over R1:
+// The resourceVersions tell the two apart: since Kubernetes 1.35 they
+// compare (KEP-5504), and a cached pod whose resourceVersion is not below the
+// written one's is that write or a later version of the pod, whatever it
+// shows. The record tells only some later versions from the pod before the
+// write: another set's write may have settled it back to what it was
+// (Apply), and a resize written after its record, over a record recorded
+// back, leaves it as it was but for WasReady.
 //
-//	cached record R1 (the write not seen yet) → written, not caught up
-//	cached record R2                          → cached, caught up
-//	cached record R2, status newer            → cached, caught up
-//	cached record R2, another set's record new → cached, caught up
-//	cached record R1, generation above the written one's → cached, caught up
-//	cached record R2, the resize after it not seen yet   → written, not caught up
-//	cached record R2 settled by another set's write      → cached, caught up
-//	cached record R2 settled, no other set's record new  → written, not caught up
+// Worked cases, the controller wrote record R2 over R1 at resourceVersion 12:
+//
+//	cached resourceVersion 11, record R1 (the write not seen yet) → written, not caught up
+//	cached resourceVersion 12, record R2                          → cached, caught up
+//	cached resourceVersion 15, record R1 settled back by another set's write → cached, caught up
+//	cached resourceVersion 9                                      → written, not caught up (9 < 12)
+//	cached of another UID                                         → cached, caught up
+//
+// An apiserver whose resourceVersions do not compare gets the record's
+// rule: the cache has caught up once it shows a newer spec than the one
+// written, or the same spec and record R2.
 func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 	if cached.UID != written.UID {
 		// Another pod of the same name: the written one is gone.
 		return cached, true
 	}
+	if order, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion); err == nil {
+		if order >= 0 {
+			return cached, true
+		}
+		return written, false
+	}
 	if cached.Generation > written.Generation ||
-		(cached.Generation == written.Generation && seenIn(cached, written, setName)) {
+		(cached.Generation == written.Generation && recordOf(cached, setName) == recordOf(written, setName)) {
 		// A newer spec than the one written is a later version too. The
 		// record alone does not tell a resize written after it.
 		return cached, true
 	}
 	return written, false
-}
-
-// seenIn reports whether cached shows setName's record as written left
-// it, or as another set's write of a record alone settled it or recorded it
-// back since (Apply): a later version of the pod either way. That write
-// wrote its own set's record too; without it, a record that reads as the
-// written one settled or recorded back is the one from before the write (a
-// resize written after its record keeps the Write the record held, but for
-// WasReady).
-func seenIn(cached, written *corev1.Pod, setName string) bool {
-	got := recordOf(cached, setName)
-	if got == recordOf(written, setName) {
-		return true
-	}
-	state, err := revision.Decode(written.Annotations)
-	rec, ok := state[setName]
-	if err != nil || !ok || rec.Write == nil || !othersChanged(cached, state, setName) {
-		return false
-	}
-	return got == revision.Encode(revision.State{setName: settledRecord(rec)}) ||
-		got == revision.Encode(revision.State{setName: recordedBack(rec)})
-}
-
-// othersChanged reports whether the record of some set other than setName
-// differs between cached and written, the state of the pod as written.
-func othersChanged(cached *corev1.Pod, written revision.State, setName string) bool {
-	state, err := revision.Decode(cached.Annotations)
-	if err != nil {
-		return false
-	}
-	return revision.Encode(without(state, setName)) != revision.Encode(without(written, setName))
-}
-
-// without returns a copy of state without setName's record.
-func without(state revision.State, setName string) revision.State {
-	out := maps.Clone(state)
-	delete(out, setName)
-	return out
 }
 
 // recordOf returns setName's entry of pod's state annotation, encoded, or

@@ -10,13 +10,53 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
+// TestFresher: the resourceVersions decide, whatever the record shows.
 func TestFresher(t *testing.T) {
+	r1 := revision.SetState{Revision: "s-1", Hash: "1", ImagelessHash: "x",
+		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v1"}}}
+	r2 := revision.SetState{Revision: "s-2", Hash: "2", ImagelessHash: "x",
+		Write:      &revision.Write{WasReady: true, Generation: 2},
+		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v2", PreviousContainerID: "containerd://exporter-0", PreviousImage: "exporter:v1"}}}
+	pod := func(uid, rv string, rec revision.SetState) *corev1.Pod {
+		p := injectedPod("p01", testSet("exporter:v1"))
+		p.UID, p.ResourceVersion, p.Generation = k8stypes.UID("uid-"+uid), rv, 2
+		p.Annotations[v1alpha1.AnnotationState] = revision.Encode(revision.State{setName: rec})
+		return p
+	}
+	written := pod("a", "12", r2)
+	for _, tt := range []struct {
+		name     string
+		cached   *corev1.Pod
+		caughtUp bool
+	}{
+		{"the write not seen yet", pod("a", "11", r1), false},
+		{"the write seen", pod("a", "12", r2), true},
+		{"a later version, status newer", pod("a", "13", r2), true},
+		{"a later version, settled by another set's write", pod("a", "15", settledRecord(r2)), true},
+		{"a later version, recorded back by another set's write", pod("a", "15", recordedBack(r2)), true},
+		// A resize written after its record, over a record recorded back
+		// (ActionResize WithRecord), keeps that Write but for WasReady:
+		// the pod from before it reads as the written one recorded back.
+		{"the pod before the write, its record as the written one recorded back", pod("a", "11", recordedBack(r2)), false},
+		{"an earlier version, a shorter resourceVersion", pod("a", "9", r2), false},
+		{"another pod of the same name", pod("b", "3", r1), true},
+	} {
+		got, caughtUp := Fresher(tt.cached, written, setName)
+		if caughtUp != tt.caughtUp || (got == tt.cached) != tt.caughtUp {
+			t.Errorf("%s: cached returned %v, caught up %v; want %v", tt.name, got == tt.cached, caughtUp, tt.caughtUp)
+		}
+	}
+}
+
+// TestFresherByRecord: resourceVersions that do not compare leave the
+// record's rule.
+func TestFresherByRecord(t *testing.T) {
 	r1 := revision.SetState{Revision: "s-1", Hash: "1", ImagelessHash: "x"}
 	r2 := revision.SetState{Revision: "s-2", Hash: "2", ImagelessHash: "x"}
 	other := revision.SetState{Revision: "o-1", Hash: "o", ImagelessHash: "y"}
 	pod := func(uid string, state revision.State, phase corev1.PodPhase) *corev1.Pod {
 		p := injectedPod("p01", testSet("exporter:v1"))
-		p.UID = k8stypes.UID("uid-" + uid)
+		p.UID, p.ResourceVersion = k8stypes.UID("uid-"+uid), "opaque"
 		p.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 		p.Status.Phase = phase
 		return p
@@ -50,44 +90,5 @@ func TestFresher(t *testing.T) {
 				t.Errorf("Fresher: cached returned %v, caught up %v; want %v", got == tt.cached, caughtUp, tt.wantCached)
 			}
 		})
-	}
-}
-
-// TestFresherSettledByOthers: another set's write settles or records back
-// this set's record (Apply); the cache showing it so has seen a version of
-// the pod after this set's write.
-func TestFresherSettledByOthers(t *testing.T) {
-	r1 := revision.SetState{Revision: "s-1", Hash: "1", ImagelessHash: "x",
-		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v1"}}}
-	r2 := revision.SetState{Revision: "s-2", Hash: "2", ImagelessHash: "x",
-		Write:      &revision.Write{WasReady: true, TurnedReady: true, Generation: 1},
-		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v2", PreviousContainerID: "containerd://exporter-0", PreviousImage: "exporter:v1"}}}
-	other := revision.SetState{Revision: "o-2", Hash: "o", ImagelessHash: "y"}
-	othersWrite := revision.SetState{Revision: "o-3", Hash: "o3", ImagelessHash: "y3", Write: &revision.Write{WasReady: true, Generation: 2}}
-	pod := func(rec, other revision.SetState) *corev1.Pod {
-		p := injectedPod("p01", testSet("exporter:v1"))
-		p.Annotations[v1alpha1.AnnotationState] = revision.Encode(revision.State{setName: rec, "other": other})
-		return p
-	}
-	written := pod(r2, other)
-	for _, tt := range []struct {
-		name          string
-		cached, other revision.SetState
-		caughtUp      bool
-	}{
-		{"the write not seen yet", r1, other, false},
-		{"settled by another set's write", settledRecord(r2), othersWrite, true},
-		{"recorded back by another set's write", recordedBack(r2), othersWrite, true},
-		// A resize written after its record (ActionResize WithRecord)
-		// over a record another set's write recorded back keeps that
-		// Write but for WasReady: the record from before the write reads
-		// as this one recorded back. No other set's record changed: it is
-		// the pod from before the write.
-		{"recorded back before the write, which kept the rest of its Write", recordedBack(r2), other, false},
-		{"settled, no other set's record changed", settledRecord(r2), other, false},
-	} {
-		if _, caughtUp := Fresher(pod(tt.cached, tt.other), written, setName); caughtUp != tt.caughtUp {
-			t.Errorf("%s: caught up %v, want %v", tt.name, caughtUp, tt.caughtUp)
-		}
 	}
 }
