@@ -99,12 +99,12 @@ type Pod struct {
 	// restart a running sidecar of such a pod waits (HeldByOtherRollout):
 	// it would keep the pod down longer, unseen by any budget or slot.
 	// Unless it writes a sidecar that does not serve (not running, or not
-	// ready): waiting could wait for ever, the pod down for that very
-	// sidecar (one whose image does not pull, or that crashes). That write
-	// counts the pod as this set's from then on (Write.TurnedReady): the
-	// other set stops counting it once it is ready, which the old instance
-	// of the sidecar may let it be before the kubelet acts on the write (a
-	// crash loop's back-off ends, a native sidecar's startup probe passes).
+	// ready) and that the kubelet acts on at once (not NotStarted): the
+	// pod cannot turn ready before that sidecar serves again, and the
+	// kubelet acts on every other container the write changes in the same
+	// sync, so the other set counts the pod until the write is done;
+	// waiting could wait for ever, the pod down for that very sidecar (one
+	// whose image does not pull, or that crashes).
 	DisruptedByOthers bool
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.
@@ -143,6 +143,11 @@ type Container struct {
 	Ready bool
 	// StatusImage is the image the container's status shows.
 	StatusImage string
+	// NotStarted: the container runs, is a native sidecar (an init
+	// container that Runs), and its status says its startup probe has not
+	// passed (started false). The kubelet acts on a change of its spec
+	// only once the probe passes.
+	NotStarted bool
 	// StartFailed: the container does not run, and waits because the
 	// kubelet could not start it (startFailed): its image does not pull,
 	// or it keeps crashing.
@@ -243,6 +248,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 			Ready:       st.Ready,
 			StatusImage: st.Image,
 			StartFailed: startFailed(st),
+			NotStarted:  init && st.State.Running != nil && st.Started != nil && !*st.Started,
 			Recorded:    rc,
 		}
 		drifted := !SameImage(rc.Image, c.Image)

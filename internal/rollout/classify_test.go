@@ -341,3 +341,37 @@ func writtenPod(t *testing.T, from *v1alpha1.SidecarSet, latest Latest) *corev1.
 	applyUpdate(pod, plan.Updates[0])
 	return pod
 }
+
+// TestNotStarted: a running native sidecar whose status says its startup
+// probe has not passed is NotStarted; a regular container, or a status
+// that does not say (started unset), is not.
+func TestNotStarted(t *testing.T) {
+	set := testSet("exporter:v1")
+	for _, tc := range []struct {
+		name      string
+		container string
+		started   *bool
+		want      bool
+	}{
+		{"native sidecar, startup probe not passed", "shipper", new(false), true},
+		{"native sidecar, started", "shipper", new(true), false},
+		{"native sidecar, started unset", "shipper", nil, false},
+		{"regular sidecar, startup probe not passed", "exporter", new(false), false},
+	} {
+		pod := injectedPod("p01", set)
+		for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+			for i := range statuses {
+				if statuses[i].Name == tc.container {
+					statuses[i].Started = tc.started
+				}
+			}
+		}
+		c, ok := Classify(pod, record(pod), NewLatest(set)).container(tc.container)
+		if !ok {
+			t.Fatalf("%s: no container %s", tc.name, tc.container)
+		}
+		if c.NotStarted != tc.want {
+			t.Errorf("%s: NotStarted = %v, want %v", tc.name, c.NotStarted, tc.want)
+		}
+	}
+}

@@ -528,24 +528,26 @@ func Next(in Input) (Plan, error) {
 		// A pod another set's rollout has down would stay down longer for
 		// this write, which no budget or slot would count: it waits until
 		// it is back, unless the write is to a sidecar that does not serve
-		// (Pod.DisruptedByOthers). That write is this set's to count from
-		// then on: the other set stops counting the pod once it is ready,
-		// and the old instance of the sidecar may turn ready before the
-		// kubelet acts on the write. It takes no slot, as the pod is down
-		// already: it counts as one that turned ready with the write still
-		// to come (Write.TurnedReady).
-		takesOver := false
-		if w.pod.DisruptedByOthers && !w.pod.Disrupting && w.action != ActionHandoff && u.restartsRunning(w.pod) {
-			if !u.writesUnserving(w.pod) {
-				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
-					"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
-				continue
-			}
-			takesOver = true
+		// (Pod.DisruptedByOthers).
+		if w.pod.DisruptedByOthers && !w.pod.Disrupting && w.action != ActionHandoff && u.restartsRunning(w.pod) && !u.writesUnserving(w.pod) {
+			plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
+				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
+			continue
 		}
-		u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod)
-		if u.Disrupts || takesOver {
-			u = u.counted(w.pod, takesOver)
+		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
+			// The pod counts from the resize on; the resize cannot write
+			// the record, so the record goes first.
+			wr := revision.Write{Generation: w.pod.Generation + 1}
+			if u.State.Write != nil {
+				wr = *u.State.Write
+				wr.Generation = max(wr.Generation, w.pod.Generation+1)
+			}
+			// Counted from now on, within maxUnavailable: no longer a
+			// disruption the rollout took no slot for.
+			if u.State.Write == nil || wr != *u.State.Write || !wr.WasReady || wr.TurnedReady {
+				wr.WasReady, wr.TurnedReady = true, false
+				u.State.Write, u.WithRecord = &wr, true
+			}
 		}
 		if u.Disrupts {
 			if room <= 0 {
@@ -655,35 +657,13 @@ func (u PodUpdate) restartsRunning(p Pod) bool {
 	return false
 }
 
-// counted returns u with its record counting p as disrupted by this set
-// from the write on: within maxUnavailable, or, when noSlot, as a
-// disruption the rollout took no slot for (Write.TurnedReady). An
-// ActionResize, which cannot write the record, writes it first.
-func (u PodUpdate) counted(p Pod, noSlot bool) PodUpdate {
-	if u.Action != ActionResize {
-		w := *u.State.Write
-		w.WasReady, w.TurnedReady = true, noSlot
-		u.State.Write = &w
-		return u
-	}
-	w := revision.Write{Generation: p.Generation + 1}
-	if u.State.Write != nil {
-		w = *u.State.Write
-		w.Generation = max(w.Generation, p.Generation+1)
-	}
-	if u.State.Write == nil || w != *u.State.Write || !w.WasReady || w.TurnedReady != noSlot {
-		w.WasReady, w.TurnedReady = true, noSlot
-		u.State.Write, u.WithRecord = &w, true
-	}
-	return u
-}
-
 // writesUnserving reports whether u writes a sidecar of p that keeps
-// running but does not serve now: it does not run, or it is not ready.
+// running but does not serve now (it does not run, or it is not ready),
+// and whose change the kubelet acts on at once (not NotStarted).
 func (u PodUpdate) writesUnserving(p Pod) bool {
 	unserving := func(name string) bool {
 		c, ok := p.container(name)
-		return ok && c.Runs && (!c.Running || !c.Ready)
+		return ok && c.Runs && (!c.Running || !c.Ready) && !c.NotStarted
 	}
 	return slices.ContainsFunc(u.Containers, func(c ContainerImage) bool { return unserving(c.Name) }) ||
 		slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return unserving(r.Name) })
