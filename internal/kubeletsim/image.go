@@ -100,11 +100,12 @@ func (r imageRef) String() string {
 type behaviour int
 
 const (
-	runsForever behaviour = iota
-	pullFails             // repository contains "pull-fails": every pull fails
-	crashes               // "crashes": starts, then exits 1
-	completes             // "completes": runs a while, then exits 0
-	neverReady            // "never-ready": runs, never passes readiness
+	runsForever  behaviour = iota
+	pullFails              // repository contains "pull-fails": every pull fails
+	crashes                // "crashes": starts, then exits 1
+	completes              // "completes": runs a while, then exits 0
+	neverReady             // "never-ready": runs, never passes readiness
+	turnsUnready           // "turns-unready": passes readiness, fails it for good after a while, runs on
 )
 
 // behaviourOf checks the markers in this order; the first one found wins.
@@ -118,6 +119,8 @@ func behaviourOf(r imageRef) behaviour {
 		return completes
 	case strings.Contains(r.repo, "never-ready"):
 		return neverReady
+	case strings.Contains(r.repo, "turns-unready"):
+		return turnsUnready
 	}
 	return runsForever
 }

@@ -50,6 +50,7 @@ func TestBehaviourOf(t *testing.T) {
 		"crashes:v1":                    crashes,
 		"job-completes:v1":              completes,
 		"never-ready:v1":                neverReady,
+		"turns-unready:v1":              turnsUnready,
 		// The tag does not count: only the repository names a behaviour.
 		"app:crashes": runsForever,
 	} {

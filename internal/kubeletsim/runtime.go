@@ -75,6 +75,7 @@ type instance struct {
 	startedAt      time.Time
 	startupAt      time.Time // the startup probe passes: started from then on
 	readyAt        time.Time // the readiness probe passes; zero: never
+	unreadyAt      time.Time // the readiness probe fails from then on; zero: never
 	exitAt         time.Time // exits by itself then; zero: runs until killed
 	exitWith       int32
 	finishedAt     time.Time // zero while running
@@ -124,7 +125,8 @@ func (c *container) ready(now time.Time) bool {
 	if c.kind == initOnce {
 		return c.succeeded()
 	}
-	return c.stage == stageRunning && !c.cur.readyAt.IsZero() && !now.Before(c.cur.readyAt)
+	return c.stage == stageRunning && !c.cur.readyAt.IsZero() && !now.Before(c.cur.readyAt) &&
+		(c.cur.unreadyAt.IsZero() || now.Before(c.cur.unreadyAt))
 }
 
 // podRuntime is everything the simulated kubelet keeps about one pod.
@@ -174,6 +176,7 @@ func (rt *podRuntime) nextWake(now time.Time) time.Time {
 			consider(c.cur.exitAt)
 			consider(c.cur.startupAt)
 			consider(c.cur.readyAt)
+			consider(c.cur.unreadyAt)
 		}
 	}
 	return next
@@ -584,6 +587,8 @@ func plan(inst *instance, kind containerKind, b behaviour, spec *corev1.Containe
 	switch {
 	case b == crashes:
 		inst.exitAt, inst.exitWith = inst.startedAt.Add(t.crashes), 1
+	case b == turnsUnready && !inst.readyAt.IsZero():
+		inst.unreadyAt = inst.readyAt.Add(t.crashes)
 	case b == completes:
 		inst.exitAt = inst.startedAt.Add(t.completes)
 	case kind == initOnce:

@@ -109,7 +109,9 @@ type Options struct {
 	// "completes" runs before it exits 0; default 1s.
 	CompletesAfter time.Duration
 	// CrashesAfter is how long a container whose repository contains
-	// "crashes" runs before it exits 1; default 1s.
+	// "crashes" runs before it exits 1, and how long one whose repository
+	// contains "turns-unready" stays ready before its readiness fails for
+	// good; default 1s.
 	CrashesAfter time.Duration
 	// BackOff is the first crash-loop and image-pull back-off, doubled on
 	// each retry up to MaxBackOff; defaults 10s and 5m, the kubelet's.

@@ -451,6 +451,35 @@ func TestPullFailureCrashLoopAndNeverReady(t *testing.T) {
 		waitForEvents(t, got, "BackOff", 1)
 	})
 
+	t.Run("turns unready", func(t *testing.T) {
+		// Ready for a moment only: every status the pod takes is watched.
+		turns := create(t, pod(ns, "turns-unready", ctr("main", "turns-unready:v1")))
+		w, err := cs.CoreV1().Pods(ns).Watch(testContext(t), metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", turns.Name).String(), ResourceVersion: turns.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		wasReady := false
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				t.Fatalf("watch: %+v", ev.Object)
+			}
+			if isReady(p) {
+				wasReady = true
+				continue
+			}
+			if c := statusOf(p, "main"); wasReady {
+				if c.State.Running == nil || c.Ready || c.RestartCount != 0 {
+					t.Errorf("container %+v; want still running, not ready, never restarted", c)
+				}
+				return
+			}
+		}
+		t.Fatal("the watch ended before the pod was Ready and then not")
+	})
+
 	t.Run("never ready", func(t *testing.T) {
 		got := waitFor(t, ns, never.Name, "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 		c := statusOf(got, "main")
