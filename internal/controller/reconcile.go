@@ -70,6 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i, p := range pods {
 		classified[i] = rollout.Classify(p.pod, p.rec, latest)
 	}
+	r.noteBack(set.Name, classified)
 	if err := r.markDisruptedByOthers(ctx, set.Name, pods, classified); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -97,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		DriftPolicy: set.Spec.DriftPolicy,
 		Budgets:     budgets,
 		Withdrawn:   history.withdrawn,
+		Now:         r.Clock.Now(),
 	})
 	if err != nil {
 		// Validation refuses such a strategy; one stored before it cannot

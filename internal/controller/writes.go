@@ -76,13 +76,35 @@ func splitSettles(updates []rollout.PodUpdate) (others, settles []rollout.PodUpd
 	return others, settles
 }
 
+// noteBack remembers when each pod back from its write (rollout.Pod.Back)
+// was first seen so, for observeSettled, until its record forgets the
+// write: the settle of a recent write waits while the rollout is busy.
+func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
+	now := r.Clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.memoryOf(setName)
+	back := make(map[types.NamespacedName]seenBack)
+	for _, p := range pods {
+		w := p.Record.Write
+		if w == nil || w.At == nil {
+			continue
+		}
+		if seen, ok := m.back[p.Key]; ok && seen.write.Equal(w.At.Time) {
+			back[p.Key] = seen
+		} else if p.Back {
+			back[p.Key] = seenBack{write: w.At.Time, at: now}
+		}
+	}
+	m.back = back
+}
+
 // observeBack observes, for every settle that landed, how long the write it
-// settles took: from the time the write's record carries (Stamped), which
-// outlives the manager that wrote it, to now. A settle lands once per write
-// (the record then forgets the write, and a write from a stale view is
-// refused), so each write is observed once, by whichever manager leads when
-// the pod is back. A record written before writes carried their time is
-// not observed.
+// settles took (observeSettled). A settle lands once per write (the record
+// then forgets the write, and a write from a stale view is refused), so each
+// write is observed once, by whichever manager leads when the pod is
+// settled. A record written before writes carried their time is not
+// observed.
 func (r *Reconciler) observeBack(setName string, pods map[types.NamespacedName]*corev1.Pod, written []rollout.PodUpdate) {
 	for _, u := range written {
 		if u.Action != rollout.ActionSettle {
@@ -114,14 +136,25 @@ func (r *Reconciler) observeSettledFor(ctx context.Context, others []string, cac
 // observeSettled observes how long the write that setName's record in pod
 // holds took, the record being settled now: by setName's own settle, or by
 // another set's write, which settles the records that are back with it
-// (rollout.Apply).
+// (rollout.Apply). It runs from the time the write's record carries
+// (Stamped), which outlives the manager that wrote it, to when this manager
+// first saw the pod back (noteBack), or to now if it did not.
 func (r *Reconciler) observeSettled(setName string, pod *corev1.Pod) {
 	state, _ := revision.Decode(pod.Annotations)
-	if rec, ok := state[setName]; ok && rec.Write != nil && rec.Write.At != nil {
-		// The write's time is the writing replica's clock: a skew
-		// between replicas must not give a negative duration.
-		metrics.PodUpdated(setName, max(0, r.Clock.Now().Sub(rec.Write.At.Time)))
+	rec, ok := state[setName]
+	if !ok || rec.Write == nil || rec.Write.At == nil {
+		return
 	}
+	end := r.Clock.Now()
+	r.mu.Lock()
+	seen, ok := r.memoryOf(setName).back[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}]
+	r.mu.Unlock()
+	if ok && seen.write.Equal(rec.Write.At.Time) {
+		end = seen.at
+	}
+	// The write's time is the writing replica's clock: a skew between
+	// replicas must not give a negative duration.
+	metrics.PodUpdated(setName, max(0, end.Sub(rec.Write.At.Time)))
 }
 
 // stepMessage tells what one reconcile's updates wrote: the revision, and

@@ -688,7 +688,7 @@ func (m *model) reconcile(s *mset, lag int) {
 		}
 	}
 	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: s.set.Spec.UpdateStrategy,
-		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets})
+		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets, Now: m.now})
 	if err != nil {
 		m.t.Fatalf("Next: %v", err)
 	}
@@ -755,7 +755,8 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	written := p.pod
 	if u.WritesRecord() {
 		var err error
-		if written, _, err = rollout.Apply(p.pod, s.set.Name, u); err != nil {
+		// Stamped with the time, as the controller writes it.
+		if written, _, err = rollout.Apply(p.pod, s.set.Name, u.Stamped(m.now)); err != nil {
 			m.t.Fatalf("Apply: %v", err)
 		}
 	}

@@ -36,7 +36,15 @@ type Input struct {
 	// or by declaring an older spec again. Their pods go back whatever the
 	// partition (see Next).
 	Withdrawn map[string]bool
+	// Now is when the plan is made: a pod back from a write made less than
+	// SettleAfter before it waits for its settle while the rollout is busy
+	// (see settle).
+	Now time.Time
 }
+
+// SettleAfter is how long after its write a pod back from it may wait for
+// its settle while the rollout is busy (see settle).
+const SettleAfter = 30 * time.Second
 
 // Budget is a PodDisruptionBudget as the planner needs it.
 type Budget struct {
@@ -98,8 +106,10 @@ const (
 	// ActionRevertDrift writes back the images recorded as last written,
 	// undoing a hand edit, without changing the pod's revision.
 	ActionRevertDrift Action = "RevertDrift"
-	// ActionSettle writes only the record of a pod the rollout disrupted
-	// and that is back (Pod.Back): it is no longer counted as disrupted.
+	// ActionSettle writes only the record of a pod back from its last write
+	// (Pod.Back): should the pod fail later, it is not taken for that
+	// write's disruption. The settle of a recent write waits while the
+	// rollout is busy (settle).
 	ActionSettle Action = "Settle"
 	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed):
 	// its record landed, the resize after it did not. A pod the record
@@ -568,18 +578,35 @@ func Next(in Input) (Plan, error) {
 		}
 		plan.Updates = append(plan.Updates, u)
 	}
-	plan.Updates = settle(pods, plan.Updates)
+	busy := (plan.Due > 0 && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
+	plan.Updates = settle(pods, plan.Updates, busy, in.Now)
 	sortHeld(plan.Held)
 	return plan, nil
 }
 
-// settle appends to updates a settle of every pod that is Back, a record
-// of the disruption of every pod written while not ready that the write is
-// about to disrupt, and a record of every pod back but for a write that is
-// a disruption of its own, when updates do not write them. This is
+// settle appends to updates a record of the disruption of every pod
+// written while not ready that the write is about to disrupt, a record of
+// every pod back but for a write that is a disruption of its own, and a
+// settle of every pod that is Back, unless the rollout is busy and the
+// pod's write is recent, when updates do not write them. This is
 // bookkeeping, not a rollout step: it is done paused or not, and whatever
 // holds the pod's next update.
-func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
+//
+// Busy: the rollout is not complete, paused or not: pods are due (but under
+// NotUpdate, which moves none), or Awaited. Recent: the write was made less
+// than SettleAfter before now. Such settles wait: written beside the
+// rollout's updates, they took half of the apiserver's writes, and a
+// rollout paced by its writes twice as long. A pod back and not settled yet
+// does not count (it is Ready); should it fail meanwhile, it counts as the
+// rollout's again and takes its slot back, as a pod that failed just after
+// its write does: a new image that fails within SettleAfter of its write,
+// after it turned ready, stops the rollout once maxUnavailable pods failed,
+// and the rollout, stalled, pauses itself and still says why. A write
+// older than that is settled once the pod is back, busy or not: a pod's
+// failure long after its update, for whatever reason, is not the rollout's.
+// A record that does not say when it was written (Write.At) is settled at
+// once. Another set's write into the pod settles it too (Apply).
+func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
 		written[u.Pod] = true
@@ -587,6 +614,12 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
+		case p.Back && busy && recent(p.Record.Write, now):
+			// Its settle waits; a write still owed, which takes a slot of
+			// its own, frees the one the record holds meanwhile.
+			if p.BackButOwed {
+				updates = append(updates, recordBackOf(p))
+			}
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
 			// The same write, its generation and time kept.
@@ -603,6 +636,19 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	return updates
 }
 
+// recent reports whether w, a write a record describes, was made less than
+// SettleAfter before now. A record that does not say when is not.
+func recent(w *revision.Write, now time.Time) bool {
+	return w != nil && w.At != nil && now.Sub(w.At.Time) < SettleAfter
+}
+
+// Awaited reports whether the rollout waits for p: the rollout disrupted it
+// and it is not back, or a write into it is not complete while it runs
+// (not Pending).
+func (p Pod) Awaited() bool {
+	return p.Disrupting || (p.Updating && !p.Pending)
+}
+
 // backOf returns the write of p's record that says its last write is
 // back: settled when the pod is Back, or recorded back when the pod is
 // back but for a write that is a disruption of its own (BackButOwed).
@@ -611,9 +657,15 @@ func backOf(p Pod) (PodUpdate, bool) {
 	case p.Back:
 		return settleOf(p), true
 	case p.BackButOwed:
-		return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}, true
+		return recordBackOf(p), true
 	}
 	return PodUpdate{}, false
+}
+
+// recordBackOf records that p is back but for a write that is a disruption
+// of its own (ActionRecordBack).
+func recordBackOf(p Pod) PodUpdate {
+	return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}
 }
 
 // recordedBack returns rec, whose write is back but for a write that is a

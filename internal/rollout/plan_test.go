@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -19,6 +18,9 @@ import (
 
 // planLatest is the revision the plan tests move pods to: exporter:v1 →
 // exporter:v2, nothing else changed.
+// planNow is when TestNext's plans are made.
+var planNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
 var planLatest = Latest{
 	Name:          setName + "-new",
 	Hash:          "new",
@@ -91,10 +93,15 @@ func notDisrupted(p *Pod) {
 	p.Record.Write.WasReady = false
 }
 
-// disrupted: the pod's last write found it ready, and the record has not
-// been settled since.
+// disrupted: the pod's last write, made 5s before planNow, found it ready,
+// and the record has not been settled since.
 func disrupted(p *Pod) {
-	p.Record.Write = &revision.Write{WasReady: true, Generation: 2}
+	p.Record.Write = &revision.Write{WasReady: true, Generation: 2, At: &metav1.MicroTime{Time: planNow.Add(-5 * time.Second)}}
+}
+
+// writtenLongAgo: the pod's last write was made SettleAfter before planNow.
+func writtenLongAgo(p *Pod) {
+	p.Record.Write.At = &metav1.MicroTime{Time: planNow.Add(-SettleAfter)}
 }
 
 // disruptedByOthers: another set's rollout disrupted p.
@@ -373,10 +380,35 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
-			name:     "maxUnavailable 1, p01 back but not settled: settle it, and p02 goes",
+			// Settles of recent writes wait until the rollout is complete:
+			// beside its updates they took half the apiserver's writes.
+			name:     "maxUnavailable 1, p01 back but not settled: p02 goes, and p01's settle waits",
 			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
 			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
+			name:     "maxUnavailable 1, p01 back from a write SettleAfter ago: settled, and p02 goes",
+			pods:     fleet(12, each([]opt{updated, disrupted, writtenLongAgo}, "p01")),
+			strategy: strategy("0", "1"),
 			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
+			// Found by TestModel: a pod back, and back but for its resize,
+			// waited for a RecordBack that the settle, waiting itself,
+			// would have written: the rollout stalled.
+			name: "maxUnavailable 1, p01 back but for its resize: its RecordBack goes while the settle waits",
+			pods: fleet(12, each([]opt{updated, disrupted, func(p *Pod) {
+				p.ResizeOwed, p.BackButOwed = []ContainerResources{{Name: "exporter"}}, true
+			}}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
+			name:     "partition 11, p01 back but not settled: nothing else to write, so it is settled",
+			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
+			strategy: strategy("11", "1"),
+			want:     outcome{[]string{"p01 Settle"}, held(HeldByPartition, podRange(2, 12))},
 		},
 		{
 			// Defect: pods written while not ready held maxUnavailable
@@ -387,10 +419,18 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
-			name:     "paused: a pod back is settled all the same",
+			// Paused, p01 failing would still be the rollout's: its
+			// settle waits until the rollout is complete.
+			name:     "paused: a pod back waits for its settle all the same",
 			pods:     fleet(3, each([]opt{updated, disrupted}, "p01")),
 			strategy: func() v1alpha1.UpdateStrategy { s := strategy("0", "1"); s.Paused = true; return s }(),
-			want:     outcome{[]string{"p01 Settle"}, held(HeldPaused, "p02", "p03")},
+			want:     outcome{nil, held(HeldPaused, "p02", "p03")},
+		},
+		{
+			name:     "NotUpdate: a pod back is settled, as nothing is due",
+			pods:     fleet(3, each([]opt{updated, disrupted}, "p01")),
+			strategy: func() v1alpha1.UpdateStrategy { s := strategy("0", "1"); s.Type = v1alpha1.NotUpdateStrategy; return s }(),
+			want:     outcome{[]string{"p01 Settle"}, held(HeldNotUpdate, "p02", "p03")},
 		},
 		{
 			name:     "maxUnavailable 3, budget db/web over p01..p03 allows 1",
@@ -622,7 +662,8 @@ func TestNext(t *testing.T) {
 				pods[len(pods)-1-i] = p
 			}
 			before := fmt.Sprintf("%+v", pods)
-			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets, Withdrawn: tt.withdrawn})
+			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets,
+				Withdrawn: tt.withdrawn, Now: planNow})
 			if err != nil {
 				t.Fatalf("Next: %v", err)
 			}
@@ -852,7 +893,7 @@ func TestDisruptionKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"p01 Settle", "p02"}, outcomeOf(plan).Updates, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		if diff := cmp.Diff([]string{"p02", "p01 Settle"}, outcomeOf(plan).Updates); diff != "" {
 			t.Errorf("Updates (-want +got):\n%s", diff)
 		}
 	})

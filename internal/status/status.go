@@ -205,7 +205,7 @@ func Compute(in Input) Result {
 		case p.Updated && !p.Ready:
 			c.updatedNotReady++
 		}
-		if p.Disrupting || (p.Updating && !p.Pending) {
+		if p.Awaited() {
 			c.inFlight++
 			if p.Disrupting || !heldByOthers[p.Key] {
 				failingPods++

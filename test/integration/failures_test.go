@@ -92,3 +92,45 @@ func TestFailingImage(t *testing.T) {
 		})
 	}
 }
+
+// TestImageFailingAfterReady: a new sidecar image that passes readiness and
+// fails it some time later. A pod seen Ready again still counts as the
+// rollout's until the rollout is complete: once it fails, it takes its
+// maxUnavailable slot back, so the rollout stops short of the other pods,
+// stalls, and pauses itself, rather than spreading the image to every pod
+// and calling it complete.
+func TestImageFailingAfterReady(t *testing.T) {
+	const pods, maxUnavailable, bad = 6, 1, "exporter-turns-unready:v2"
+	f := newFixture(t)
+	// Ready a second after it starts; the bad image fails readiness 0.2s
+	// after that on simulated nodes, a few seconds after on a real one.
+	set := f.SidecarSet("exporter:v1", 1)
+	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromInt32(maxUnavailable))
+	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = deadline(5)
+	f.CreateSet(set)
+	f.CreatePods(pods, nil, nil)
+	before := fixture.AppIDs(f.Pods())
+	f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.MatchedPods == pods && s.UpdatedReadyPods == pods
+	})
+
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = bad })
+	st := f.WaitStatus("Stalled", func(s v1alpha1.SidecarSetStatus) bool {
+		return fixture.Condition(s, v1alpha1.ConditionStalled) == metav1.ConditionTrue
+	})
+	if c := fixture.Condition(st, v1alpha1.ConditionComplete); c != metav1.ConditionFalse {
+		t.Errorf("Complete %s while stalled, want False", c)
+	}
+	f.WaitSet("the rollout paused itself", func(s *v1alpha1.SidecarSet) bool { return s.Spec.UpdateStrategy.Paused })
+	n := fixture.CountImage(f.Pods(), bad)
+	if n == 0 || n >= pods {
+		t.Errorf("%d of %d pods got %s; want the rollout stopped after the first failed, short of the rest\n%s",
+			n, pods, bad, f.Describe())
+	}
+	// Paused, nothing more moves.
+	time.Sleep(time.Second)
+	if again := fixture.CountImage(f.Pods(), bad); again != n {
+		t.Errorf("%d pods on %s after the pause, %d when it paused", again, bad, n)
+	}
+	f.AssertAppsUntouched(before)
+}
