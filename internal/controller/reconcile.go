@@ -123,10 +123,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.markPods(ctx, set, classified, byKey); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err == nil && scopeErr != nil && (res.RequeueAfter == 0 || res.RequeueAfter > scopeRetry) {
-		res.RequeueAfter = scopeRetry
+	if err == nil && scopeErr != nil {
+		res.RequeueAfter = sooner(res.RequeueAfter, scopeRetry)
+	}
+	if err == nil && !plan.SettleAt.IsZero() {
+		// Settles that wait are due then, whatever else happens meanwhile.
+		res.RequeueAfter = sooner(res.RequeueAfter, max(plan.SettleAt.Sub(r.Clock.Now()), time.Millisecond))
 	}
 	return res, err
+}
+
+// sooner returns the sooner of two requeue delays, zero being none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // scopeRetry is how soon a reconcile whose write of the pod webhook's scope

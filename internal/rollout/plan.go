@@ -95,6 +95,11 @@ type Plan struct {
 	// upgradable pods on a Withdrawn revision, whether they are written now
 	// or wait.
 	Due int
+	// SettleAt is when the first settle that waits now is due (see
+	// settle): the caller should look again by then, or a pod back until
+	// that moment may fail before it is settled and count as the rollout's
+	// for longer than SettleAfter. Zero when none waits.
+	SettleAt time.Time
 }
 
 // Action says why a pod is written.
@@ -579,7 +584,7 @@ func Next(in Input) (Plan, error) {
 		plan.Updates = append(plan.Updates, u)
 	}
 	busy := (plan.Due > 0 && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
-	plan.Updates = settle(pods, plan.Updates, busy, in.Now)
+	plan.Updates, plan.SettleAt = settle(pods, plan.Updates, busy, in.Now)
 	sortHeld(plan.Held)
 	return plan, nil
 }
@@ -605,8 +610,10 @@ func Next(in Input) (Plan, error) {
 // older than that is settled once the pod is back, busy or not: a pod's
 // failure long after its update, for whatever reason, is not the rollout's.
 // A record that does not say when it was written (Write.At) is settled at
-// once. Another set's write into the pod settles it too (Apply).
-func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) []PodUpdate {
+// once. Another set's write into the pod settles it too (Apply). settle
+// also returns when the first settle that waits is due, zero when none does.
+func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpdate, time.Time) {
+	var settleAt time.Time
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
 		written[u.Pod] = true
@@ -615,10 +622,8 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) []PodUpda
 		switch {
 		case written[p.Key]:
 		case p.Back && busy && recent(p.Record.Write, now):
-			// Its settle waits; a write still owed, which takes a slot of
-			// its own, frees the one the record holds meanwhile.
-			if p.BackButOwed {
-				updates = append(updates, recordBackOf(p))
+			if at := p.Record.Write.At.Add(SettleAfter); settleAt.IsZero() || at.Before(settleAt) {
+				settleAt = at
 			}
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
@@ -633,7 +638,7 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) []PodUpda
 			}
 		}
 	}
-	return updates
+	return updates, settleAt
 }
 
 // recent reports whether w, a write a record describes, was made less than
@@ -657,15 +662,9 @@ func backOf(p Pod) (PodUpdate, bool) {
 	case p.Back:
 		return settleOf(p), true
 	case p.BackButOwed:
-		return recordBackOf(p), true
+		return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}, true
 	}
 	return PodUpdate{}, false
-}
-
-// recordBackOf records that p is back but for a write that is a disruption
-// of its own (ActionRecordBack).
-func recordBackOf(p Pod) PodUpdate {
-	return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}
 }
 
 // recordedBack returns rec, whose write is back but for a write that is a

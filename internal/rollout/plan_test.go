@@ -394,15 +394,15 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
-			// Found by TestModel: a pod back, and back but for its resize,
-			// waited for a RecordBack that the settle, waiting itself,
-			// would have written: the rollout stalled.
-			name: "maxUnavailable 1, p01 back but for its resize: its RecordBack goes while the settle waits",
+			// Found by TestModel: a pod back but for its resize waited for
+			// a RecordBack, waiting itself with the settles: the rollout
+			// stalled.
+			name: "maxUnavailable 1, p01 back but for its resize: its RecordBack goes while settles wait",
 			pods: fleet(12, each([]opt{updated, disrupted, func(p *Pod) {
-				p.ResizeOwed, p.BackButOwed = []ContainerResources{{Name: "exporter"}}, true
+				p.ResizeOwed, p.BackButOwed, p.Ready = []ContainerResources{{Name: "exporter"}}, true, false
 			}}, "p01")),
 			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
+			want:     outcome{[]string{"p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(2, 12))},
 		},
 		{
 			name:     "partition 11, p01 back but not settled: nothing else to write, so it is settled",
@@ -993,5 +993,29 @@ func TestRecordDisruption(t *testing.T) {
 	}
 	if pods[0].Record.Write.WasReady {
 		t.Error("Next changed the pod's record in place")
+	}
+}
+
+// TestSettleAt: a plan whose settles wait says when the first is due.
+func TestSettleAt(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		pods     []Pod
+		strategy v1alpha1.UpdateStrategy
+		want     time.Time
+	}{
+		{"p01 back 5s after its write, p02 due", fleet(3, each([]opt{updated, disrupted}, "p01")), strategy("0", "1"),
+			planNow.Add(SettleAfter - 5*time.Second)},
+		{"p01 back from a write SettleAfter ago: settled now", fleet(3, each([]opt{updated, disrupted, writtenLongAgo}, "p01")), strategy("0", "1"),
+			time.Time{}},
+		{"nothing due: settled now", fleet(3, each([]opt{updated, disrupted}, "p01")), strategy("2", "1"), time.Time{}},
+	} {
+		plan, err := Next(Input{Latest: planLatest, Pods: tt.pods, Strategy: tt.strategy, Now: planNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !plan.SettleAt.Equal(tt.want) {
+			t.Errorf("%s: SettleAt %v, want %v", tt.name, plan.SettleAt, tt.want)
+		}
 	}
 }
