@@ -196,8 +196,9 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "watch for the pod to be Ready on a new imageID, and writes a SidecarSet's status as often as the controller did in the ")
 	fmt.Fprintf(&b, "round before; its time runs from its first write to its last status write. Its pods are copies of the controller's, ")
 	fmt.Fprintf(&b, "on the same nodes, in another namespace. Times are medians over the rounds. The controller settles each pod's ")
-	fmt.Fprintf(&b, "record once the pod is back (a patch of the record alone), the last ones after its status says Complete; its phase ")
-	fmt.Fprintf(&b, "waits for them, so those patches load no other phase, and \"settled s\" says when the last one landed.\n\n")
+	fmt.Fprintf(&b, "record once the pod is back (a patch of the record alone); while the rollout is busy, the settle of a write made ")
+	fmt.Fprintf(&b, "less than 30 s before waits, so a short rollout's settles land after its status says Complete. Its phase waits ")
+	fmt.Fprintf(&b, "for them, so those patches load no other phase, and \"settled s\" says when the last one landed.\n\n")
 
 	fmt.Fprintf(&b, "## Goals\n\n")
 	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|\n")
