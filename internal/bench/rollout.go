@@ -73,10 +73,11 @@ type RolloutReport struct {
 	Scale   string `json:"scale"`
 	Date    string `json:"date"`
 	Machine string `json:"machine"`
-	Rounds  int    `json:"rounds"`
 	// Sizes are the pod counts measured, smaller first; the goals and the
-	// summary keys go by position (RolloutGoals).
+	// summary keys go by position (RolloutGoals). Rounds are how many
+	// times each was rolled out per maxUnavailable and kind, by position.
 	Sizes       []int  `json:"sizes"`
+	Rounds      []int  `json:"rounds"`
 	LoadAverage string `json:"load_average"`
 	// Concurrency is how many pod writes the baseline keeps in flight, as
 	// the controller does within one reconcile.
@@ -187,7 +188,7 @@ func (r RolloutReport) Summary() map[string]any {
 func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Rollout benchmark\n\n")
-	fmt.Fprintf(&b, "Scale %s, %s, %d rounds with the controller and the baseline interleaved; %s.\n", r.Scale, r.Date, r.Rounds, r.Machine)
+	fmt.Fprintf(&b, "Scale %s, %s, %s with the controller and the baseline interleaved; %s.\n", r.Scale, r.Date, r.roundsText(), r.Machine)
 	fmt.Fprintf(&b, "One-minute load average %s.\n\n", r.LoadAverage)
 	fmt.Fprintf(&b, "One SidecarSet's image changes over all its pods on simulated nodes that act at once. The controller's time runs ")
 	fmt.Fprintf(&b, "from the SidecarSet's update to its status saying Complete. The baseline does the job with the same client settings ")
@@ -197,8 +198,9 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "round before; its time runs from its first write to its last status write. Its pods are copies of the controller's, ")
 	fmt.Fprintf(&b, "on the same nodes, in another namespace. Times are medians over the rounds. The controller settles each pod's ")
 	fmt.Fprintf(&b, "record once the pod is back (a patch of the record alone); while the rollout is busy, the settle of a write made ")
-	fmt.Fprintf(&b, "less than 30 s before waits, so a short rollout's settles land after its status says Complete. Its phase waits ")
-	fmt.Fprintf(&b, "for them, so those patches load no other phase, and \"settled s\" says when the last one landed.\n\n")
+	fmt.Fprintf(&b, "less than 3 minutes before waits, so the settles of a rollout shorter than that land after its status says Complete, ")
+	fmt.Fprintf(&b, "at most 1000 per reconcile. Its phase waits for them, so those patches load no other phase, and \"settled s\" says ")
+	fmt.Fprintf(&b, "when the last one landed.\n\n")
 
 	fmt.Fprintf(&b, "## Goals\n\n")
 	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|\n")
@@ -228,4 +230,21 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// roundsText says how many rounds each size had: "5 rounds of 1000 pods,
+// 2 of 10000".
+func (r RolloutReport) roundsText() string {
+	var parts []string
+	for i, pods := range r.Sizes {
+		if i >= len(r.Rounds) {
+			break
+		}
+		if i == 0 {
+			parts = append(parts, fmt.Sprintf("%d rounds of %d pods", r.Rounds[i], pods))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d of %d", r.Rounds[i], pods))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -140,7 +140,7 @@ func TestRolloutSummary(t *testing.T) {
 }
 
 func TestRolloutMarkdown(t *testing.T) {
-	r := RolloutReport{Scale: "small", Sizes: []int{200},
+	r := RolloutReport{Scale: "small", Sizes: []int{200, 1000}, Rounds: []int{5, 2},
 		Phases: []RolloutPhase{phase(200, "10%", 1, KindController, 4), phase(200, "100%", 1, KindBaseline, 2), phase(200, "100%", 1, KindController, 3)}}
 	r.Phases[2].SettledSeconds = 3.5
 	r.Comparisons = CompareRollouts(r.Phases, []int{1000})
@@ -150,6 +150,7 @@ func TestRolloutMarkdown(t *testing.T) {
 	}
 	md := b.String()
 	for _, want := range []string{
+		"Scale small, , 5 rounds of 200 pods, 2 of 1000 with the controller",
 		"| 200 | 100% | 3.0 | 2.0 | 1.500 |  |  |",
 		"| 200 | 100% | 1 | controller | 3.0 | 3.5 | 67 |",
 		"| 200 | 100% | 1 | baseline | 2.0 |  | 100 |",

@@ -115,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// bookkeeping that neither the status nor other sets' budgets wait
 	// for: they go after the status, which a rollout's last pods back
 	// would otherwise tell only once all of them are settled.
-	writes, settles := splitSettles(plan.Updates)
+	writes, settles, moreSettles := splitSettles(plan.Updates, settlesPerReconcile)
 	plan.Updates = r.apply(ctx, set, latest.Name, writes, byKey)
 	release()
 	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
@@ -125,6 +125,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err == nil && scopeErr != nil {
 		res.RequeueAfter = sooner(res.RequeueAfter, scopeRetry)
+	}
+	if err == nil && moreSettles {
+		// The rest go next, after whatever else the set needs.
+		res.RequeueAfter = sooner(res.RequeueAfter, time.Millisecond)
 	}
 	if err == nil && !plan.SettleAt.IsZero() {
 		// Settles that wait are due then, whatever else happens meanwhile.

@@ -2,8 +2,13 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
 func TestPodList(t *testing.T) {
@@ -64,6 +69,49 @@ func TestStepMessage(t *testing.T) {
 			// The apiserver refuses an event message over 1 KiB.
 			if len(got) > 1024 {
 				t.Errorf("stepMessage is %d bytes, over an event message's 1024", len(got))
+			}
+		})
+	}
+}
+
+func TestSplitSettles(t *testing.T) {
+	u := func(name string, a rollout.Action) rollout.PodUpdate {
+		return rollout.PodUpdate{Pod: types.NamespacedName{Namespace: "shop", Name: name}, Action: a}
+	}
+	names := func(us []rollout.PodUpdate) []string {
+		var out []string
+		for _, u := range us {
+			out = append(out, u.Pod.Name)
+		}
+		return out
+	}
+	mixed := []rollout.PodUpdate{
+		u("s1", rollout.ActionSettle), u("w1", rollout.ActionUpdate), u("s2", rollout.ActionSettle),
+		u("b1", rollout.ActionRecordBack), u("s3", rollout.ActionSettle),
+	}
+	tests := []struct {
+		name            string
+		updates         []rollout.PodUpdate
+		limit           int
+		others, settles []string
+		more            bool
+	}{
+		{"none", nil, 2, nil, nil, false},
+		{"under the limit: every settle, in order", mixed, 3, []string{"w1", "b1"}, []string{"s1", "s2", "s3"}, false},
+		{"over it: the first settles, and more", mixed, 2, []string{"w1", "b1"}, []string{"s1", "s2"}, true},
+		{"the others are never limited", mixed, 0, []string{"w1", "b1"}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			others, settles, more := splitSettles(tt.updates, tt.limit)
+			if got := names(others); !slices.Equal(got, tt.others) {
+				t.Errorf("others = %v, want %v", got, tt.others)
+			}
+			if got := names(settles); !slices.Equal(got, tt.settles) {
+				t.Errorf("settles = %v, want %v", got, tt.settles)
+			}
+			if more != tt.more {
+				t.Errorf("more = %v, want %v", more, tt.more)
 			}
 		})
 	}

@@ -63,18 +63,28 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest
 	return written
 }
 
-// splitSettles splits updates into settles and the others, each in the
-// order given.
-func splitSettles(updates []rollout.PodUpdate) (others, settles []rollout.PodUpdate) {
+// splitSettles splits updates into settles, the first limit of them, and
+// the others, each in the order given; more says that settles were left
+// out.
+func splitSettles(updates []rollout.PodUpdate, limit int) (others, settles []rollout.PodUpdate, more bool) {
 	for _, u := range updates {
-		if u.Action == rollout.ActionSettle {
-			settles = append(settles, u)
-		} else {
+		switch {
+		case u.Action != rollout.ActionSettle:
 			others = append(others, u)
+		case len(settles) < limit:
+			settles = append(settles, u)
+		default:
+			more = true
 		}
 	}
-	return others, settles
+	return others, settles, more
 }
+
+// settlesPerReconcile bounds the settles one reconcile writes, about five
+// seconds of writes: a rollout over thousands of pods settles them all
+// once it is complete, and a reconcile that wrote them all at once would
+// hold the set's next change (a new image, a pause) for a minute.
+const settlesPerReconcile = 1000
 
 // noteBack remembers when each pod back from its write (rollout.Pod.Back)
 // was first seen so, for observeSettled, until its record forgets the

@@ -43,8 +43,12 @@ type Input struct {
 }
 
 // SettleAfter is how long after its write a pod back from it may wait for
-// its settle while the rollout is busy (see settle).
-const SettleAfter = 30 * time.Second
+// its settle while the rollout is busy (see settle): a few of the intervals
+// at which sidecars are probed and scraped (a minute is Prometheus's
+// default), so that a new image that fails on its first scrape or after a
+// probe's failureThreshold still fails within it, and longer than a
+// rollout of thousands of pods takes, whose settles then land after it.
+const SettleAfter = 3 * time.Minute
 
 // Budget is a PodDisruptionBudget as the planner needs it.
 type Budget struct {
@@ -398,37 +402,37 @@ func Next(in Input) (Plan, error) {
 		action Action
 	}
 	var work []item
+	// inWork holds the pods of work, which has one item per pod.
+	inWork := make(map[types.NamespacedName]bool, len(due))
+	add := func(p Pod, a Action) {
+		work = append(work, item{p, a})
+		inWork[p.Key] = true
+	}
 	isDue := make(map[types.NamespacedName]bool, len(due))
 	// rank is a due pod's place in the update order.
 	rank := make(map[types.NamespacedName]int, len(due))
 	for i, p := range due {
-		work = append(work, item{p, ActionUpdate})
+		add(p, ActionUpdate)
 		isDue[p.Key] = true
 		rank[p.Key] = i
 	}
 	if in.DriftPolicy == v1alpha1.DriftRevert {
 		for _, p := range pods {
 			if len(p.Drifted) > 0 && !isDue[p.Key] {
-				work = append(work, item{p, ActionRevertDrift})
+				add(p, ActionRevertDrift)
 			}
 		}
 	}
 	// What a pod still owes of a write already made, when nothing else
 	// writes it now.
 	for _, p := range pods {
-		if isDue[p.Key] || slices.ContainsFunc(work, func(w item) bool { return w.pod.Key == p.Key }) {
-			continue
-		}
 		switch {
+		case inWork[p.Key]:
 		case len(p.ResizeOwed) > 0:
-			work = append(work, item{p, ActionResize})
+			add(p, ActionResize)
 		case len(p.HandoffOwed) > 0:
-			work = append(work, item{p, ActionHandoff})
+			add(p, ActionHandoff)
 		}
-	}
-	inWork := make(map[types.NamespacedName]bool, len(work))
-	for _, w := range work {
-		inWork[w.pod.Key] = true
 	}
 
 	// Pods with no action still show why, unless an action covers them.
@@ -601,14 +605,15 @@ func Next(in Input) (Plan, error) {
 // NotUpdate, which moves none), or Awaited. Recent: the write was made less
 // than SettleAfter before now. Such settles wait: written beside the
 // rollout's updates, they took half of the apiserver's writes, and a
-// rollout paced by its writes twice as long. A pod back and not settled yet
-// does not count (it is Ready); should it fail meanwhile, it counts as the
-// rollout's again and takes its slot back, as a pod that failed just after
-// its write does: a new image that fails within SettleAfter of its write,
-// after it turned ready, stops the rollout once maxUnavailable pods failed,
-// and the rollout, stalled, pauses itself and still says why. A write
-// older than that is settled once the pod is back, busy or not: a pod's
-// failure long after its update, for whatever reason, is not the rollout's.
+// rollout paced by its writes took up to twice as long. A pod back and not
+// settled yet does not count (it is Ready); should it fail meanwhile, it
+// counts as the rollout's again and takes its slot back, as a pod that
+// failed just after its write does: a new image that fails within
+// SettleAfter of its write, after it turned ready, stops the rollout once
+// maxUnavailable pods failed, and the rollout, stalled, pauses itself and
+// still says why. A write older than that is settled once the pod is back,
+// busy or not: a pod's failure long after its update, for whatever reason,
+// is not the rollout's.
 // A record that does not say when it was written (Write.At) is settled at
 // once. Another set's write into the pod settles it too (Apply). settle
 // also returns when the first settle that waits is due, zero when none does.

@@ -175,11 +175,11 @@ func (h *rolloutHarness) run(ctx context.Context, write func(bench.RolloutReport
 		Concurrency: baselineWriters,
 	}
 	done := report
-	for _, size := range h.sc.sizes {
+	for i, size := range h.sc.sizes {
 		if err := h.grow(ctx, size); err != nil {
 			return report, err
 		}
-		for round := 1; round <= h.sc.rounds; round++ {
+		for round := 1; round <= h.sc.rounds[i]; round++ {
 			for _, mu := range strategies {
 				kinds := []string{bench.KindController, bench.KindBaseline}
 				if round%2 == 0 {

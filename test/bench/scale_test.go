@@ -61,17 +61,19 @@ func fromEnv[S any](scales map[string]S) (S, error) {
 func scaleFromEnv() (scale, error) { return fromEnv(scales) }
 
 // rolloutScale is how much the rollout benchmark does: sizes, pods in each
-// namespace, smaller first (see bench.RolloutGoals), each rolled out
-// rounds times per maxUnavailable and kind.
+// namespace, smaller first (see bench.RolloutGoals), each rolled out as
+// many times per maxUnavailable and kind as rounds says at its position:
+// the smaller size's phases last seconds, in which the machine's noise
+// weighs most, and are cheap to repeat.
 type rolloutScale struct {
 	name   string
 	sizes  []int
-	rounds int
+	rounds []int
 }
 
 var rolloutScales = map[string]rolloutScale{
-	"full":  {name: "full", sizes: []int{1000, 10000}, rounds: 2},
-	"small": {name: "small", sizes: []int{50, 200}, rounds: 2},
+	"full":  {name: "full", sizes: []int{1000, 10000}, rounds: []int{5, 2}},
+	"small": {name: "small", sizes: []int{50, 200}, rounds: []int{2, 2}},
 }
 
 func rolloutScaleFromEnv() (rolloutScale, error) { return fromEnv(rolloutScales) }
