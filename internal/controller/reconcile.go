@@ -119,16 +119,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	plan.Updates = r.apply(ctx, set, latest.Name, writes, byKey)
 	release()
 	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
-	r.apply(ctx, set, latest.Name, settles, byKey)
+	settled := r.apply(ctx, set, latest.Name, settles, byKey)
 	if err := r.markPods(ctx, set, classified, byKey); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err == nil && scopeErr != nil {
 		res.RequeueAfter = sooner(res.RequeueAfter, scopeRetry)
 	}
-	if err == nil && moreSettles {
-		// The rest go next, after whatever else the set needs.
-		res.RequeueAfter = sooner(res.RequeueAfter, time.Millisecond)
+	if after := settlesAgain(moreSettles, len(settles), len(settled)); err == nil && after > 0 {
+		res.RequeueAfter = sooner(res.RequeueAfter, after)
 	}
 	if err == nil && !plan.SettleAt.IsZero() {
 		// Settles that wait are due then, whatever else happens meanwhile.
@@ -144,6 +143,26 @@ func sooner(a, b time.Duration) time.Duration {
 	}
 	return a
 }
+
+// settlesAgain returns how soon a reconcile that tried settles, landed
+// some of them, and left more out (splitSettles) comes back for the rest:
+// at once when it left some out and landed some; after settleRetry when
+// some failed, or it landed none of a batch cut short (a policy refuses
+// them, the apiserver is unwell): once the rollout is over no event may
+// bring the set back for them, and at once they would fail again. Zero
+// when every settle landed.
+func settlesAgain(more bool, tried, landed int) time.Duration {
+	switch {
+	case more && landed > 0:
+		return time.Millisecond
+	case more || landed < tried:
+		return settleRetry
+	}
+	return 0
+}
+
+// settleRetry is how soon a reconcile whose settles failed tries them again.
+const settleRetry = 30 * time.Second
 
 // scopeRetry is how soon a reconcile whose write of the pod webhook's scope
 // failed comes back: an error would hand the set to the controller's

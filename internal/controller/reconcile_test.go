@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -97,8 +98,8 @@ func TestSplitSettles(t *testing.T) {
 		more            bool
 	}{
 		{"none", nil, 2, nil, nil, false},
-		{"under the limit: every settle, in order", mixed, 3, []string{"w1", "b1"}, []string{"s1", "s2", "s3"}, false},
-		{"over it: the first settles, and more", mixed, 2, []string{"w1", "b1"}, []string{"s1", "s2"}, true},
+		{"under the limit: every settle, in order", mixed, 4, []string{"w1", "b1"}, []string{"s1", "s2", "s3"}, false},
+		{"at the limit: every settle", mixed, 3, []string{"w1", "b1"}, []string{"s1", "s2", "s3"}, false},
 		{"the others are never limited", mixed, 0, []string{"w1", "b1"}, nil, true},
 	}
 	for _, tt := range tests {
@@ -112,6 +113,47 @@ func TestSplitSettles(t *testing.T) {
 			}
 			if more != tt.more {
 				t.Errorf("more = %v, want %v", more, tt.more)
+			}
+		})
+	}
+	// Over the limit, a random choice: none is left out for good.
+	seen := map[string]int{}
+	for range 100 {
+		others, settles, more := splitSettles(slices.Clone(mixed), 2)
+		if got := names(others); !more || len(settles) != 2 || !slices.Equal(got, []string{"w1", "b1"}) {
+			t.Fatalf("over the limit: others %v, settles %v, more %v; want w1 b1, 2 settles, more", got, names(settles), more)
+		}
+		if a, b := settles[0].Pod.Name, settles[1].Pod.Name; a == b || a[0] != 's' || b[0] != 's' {
+			t.Fatalf("over the limit: settles %v, want two of s1 s2 s3", names(settles))
+		}
+		for _, s := range settles {
+			seen[s.Pod.Name]++
+		}
+	}
+	for _, name := range []string{"s1", "s2", "s3"} {
+		if seen[name] == 0 {
+			t.Errorf("%s never chosen in 100 plans over the limit: %v", name, seen)
+		}
+	}
+}
+
+func TestSettlesAgain(t *testing.T) {
+	tests := []struct {
+		name          string
+		more          bool
+		tried, landed int
+		want          time.Duration
+	}{
+		{"none tried", false, 0, 0, 0},
+		{"every settle landed", false, 5, 5, 0},
+		{"some failed", false, 5, 3, settleRetry},
+		{"more left, some landed: the rest at once", true, 1000, 400, time.Millisecond},
+		{"more left, none landed: not at once", true, 1000, 0, settleRetry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := settlesAgain(tt.more, tt.tried, tt.landed); got != tt.want {
+				t.Errorf("settlesAgain(%v, %d, %d) = %v, want %v", tt.more, tt.tried, tt.landed, got, tt.want)
 			}
 		})
 	}

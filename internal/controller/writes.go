@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -63,21 +64,24 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest
 	return written
 }
 
-// splitSettles splits updates into settles, the first limit of them, and
-// the others, each in the order given; more says that settles were left
-// out.
+// splitSettles splits updates into settles, at most limit of them, and the
+// others, in the order given; more says that settles were left out. Over
+// the limit, the settles kept are a random choice: settles that keep
+// failing (a policy that refuses the pods of one namespace) cannot hold
+// back the others for good.
 func splitSettles(updates []rollout.PodUpdate, limit int) (others, settles []rollout.PodUpdate, more bool) {
 	for _, u := range updates {
-		switch {
-		case u.Action != rollout.ActionSettle:
-			others = append(others, u)
-		case len(settles) < limit:
+		if u.Action == rollout.ActionSettle {
 			settles = append(settles, u)
-		default:
-			more = true
+		} else {
+			others = append(others, u)
 		}
 	}
-	return others, settles, more
+	if len(settles) <= limit {
+		return others, settles, false
+	}
+	rand.Shuffle(len(settles), func(i, j int) { settles[i], settles[j] = settles[j], settles[i] })
+	return others, settles[:limit], true
 }
 
 // settlesPerReconcile bounds the settles one reconcile writes, about five

@@ -22,14 +22,14 @@ import (
 //   - the containers the records name, with name, image, restart policy and
 //     cpu and memory, and their statuses with name, image, imageID,
 //     containerID, the cpu and memory applied, whether the container runs
-//     or why it waits, and whether it is ready;
+//     (and since when) or why it waits, and whether it is ready;
 //   - of the other containers, in a pod with records, the name and the cpu
 //     and memory alone: whether a resize would change the pod's QoS class
 //     is judged over every container;
 //   - pod-level resources, when set, and the QoS class;
 //   - phase, the generation the kubelet observed (completion rests on it),
-//     Ready's status, the resize conditions and this project's own pod
-//     conditions in full.
+//     Ready's status and last transition, the resize conditions and this
+//     project's own pod conditions in full.
 //
 // Everything else is dropped, and what many pods repeat is shared between
 // them: strings (namespace, node, label keys and values, images, image IDs)
@@ -201,7 +201,9 @@ func slimStatuses(in []corev1.ContainerStatus, keep map[string]bool) []corev1.Co
 		var state corev1.ContainerState
 		switch {
 		case s.State.Running != nil:
-			state.Running = &corev1.ContainerStateRunning{}
+			// Its start tells when a pod came back from a write
+			// (rollout.Pod.BackSince).
+			state.Running = &corev1.ContainerStateRunning{StartedAt: s.State.Running.StartedAt}
 		case s.State.Waiting != nil:
 			// The reason tells a start that failed from one under way.
 			state.Waiting = &corev1.ContainerStateWaiting{Reason: intern(s.State.Waiting.Reason)}
@@ -225,15 +227,16 @@ func slimStatuses(in []corev1.ContainerStatus, keep map[string]bool) []corev1.Co
 	return out
 }
 
-// slimConditions keeps Ready's type and status, which is all the controller
-// reads of it, and this project's conditions whole: they are rewritten by a
+// slimConditions keeps Ready's type, status and transition time, which is
+// all the controller reads of it (the time tells when a pod came back from
+// a write), and this project's conditions whole: they are rewritten by a
 // patch computed against the cached ones, and keep their transition time.
 func slimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 	var out []corev1.PodCondition
 	for _, c := range in {
 		switch c.Type {
 		case corev1.PodReady:
-			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status})
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		case corev1.PodResizePending, corev1.PodResizeInProgress:
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: intern(c.Reason), Message: c.Message})
 		case v1alpha1.PodConditionUpgradable, status.PodConditionDrifted:

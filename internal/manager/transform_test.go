@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -118,7 +119,7 @@ func slimOf() *corev1.Pod {
 			ObservedGeneration: 2,
 			QOSClass:           corev1.PodQOSBurstable,
 			Conditions: []corev1.PodCondition{
-				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: t0},
 				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
 					Message: "Node didn't have enough capacity"},
 				{Type: v1alpha1.PodConditionUpgradable, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonUpdateImmutableField,
@@ -126,9 +127,9 @@ func slimOf() *corev1.Pod {
 				{Type: status.PodConditionDrifted, Status: corev1.ConditionFalse, Reason: status.ReasonAsWritten, LastTransitionTime: t0},
 			},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "shipper", Image: "shipper:1", ImageID: "sha256:s",
-				ContainerID: "containerd://s", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+				ContainerID: "containerd://s", Ready: true, State: running}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "exporter", Image: "exporter:1", ImageID: "sha256:e",
-				ContainerID: "containerd://e", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, Resources: &exporterSlim}},
+				ContainerID: "containerd://e", Ready: true, State: running, Resources: &exporterSlim}},
 		},
 	}
 }
@@ -143,11 +144,11 @@ func TestSlimPod(t *testing.T) {
 		// volumes, hostname, the app container's status and all of it but
 		// its name and cpu and memory, every sidecar field but name, image,
 		// restart policy and cpu and memory, every status field but name,
-		// image, imageID, containerID, state and the cpu and memory
-		// applied, a running state's start, the pod's IPs, start time, the
+		// image, imageID, containerID, state (a running one with its start)
+		// and the cpu and memory applied, the pod's IPs, start time, the
 		// conditions other than Ready, the resize ones and this project's,
-		// and the times of all but this project's, Ready's reason and
-		// message.
+		// and the times of all but Ready's transition and this project's,
+		// Ready's reason and message.
 		name: "a managed pod",
 	}, {
 		name: "a waiting container keeps its reason only",
@@ -181,7 +182,7 @@ func TestSlimPod(t *testing.T) {
 			p.Annotations[revision.PerSetKey("b")] = `{"revision":"b-1","hash":"h","imagelessHash":"i","containers":[{"name":"mysql","image":"mysql:8"}]}`
 			p.Spec.Containers[1] = corev1.Container{Name: "mysql", Image: "mysql:8", Resources: mysqlResources}
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "mysql", Image: "mysql:8",
-				ImageID: "sha256:1", ContainerID: "containerd://1", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+				ImageID: "sha256:1", ContainerID: "containerd://1", Ready: true, State: running})
 		},
 	}, {
 		name: "an unreadable record keeps every container",
@@ -190,7 +191,7 @@ func TestSlimPod(t *testing.T) {
 			p.Annotations[v1alpha1.AnnotationState] = "{"
 			p.Spec.Containers[1] = corev1.Container{Name: "mysql", Image: "mysql:8", Resources: mysqlResources}
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "mysql", Image: "mysql:8",
-				ImageID: "sha256:1", ContainerID: "containerd://1", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+				ImageID: "sha256:1", ContainerID: "containerd://1", Ready: true, State: running})
 		},
 	}, {
 		name: "no record, no container",
@@ -346,6 +347,8 @@ func TestSlimPodJudgedAlike(t *testing.T) {
 }
 
 var (
+	// times are before, at and after a write made at t0 + 10s.
+	times       = []metav1.Time{t0, metav1.NewTime(t0.Add(10 * time.Second)), metav1.NewTime(t0.Add(30 * time.Second))}
 	images      = []string{"exporter:1", "exporter:2", "exporter@sha256:e2", "mysql:8"}
 	imageIDs    = []string{"", "sha256:e1", "docker.io/exporter@sha256:e2", "sha256:m"}
 	containerID = []string{"", "containerd://1", "containerd://2"}
@@ -378,7 +381,7 @@ func genPod(t *rapid.T) (*corev1.Pod, revision.State) {
 			Ready: rapid.Bool().Draw(t, name+"/ready"), RestartCount: rapid.Int32Range(0, 3).Draw(t, name+"/restarts")}
 		switch rapid.IntRange(0, 3).Draw(t, name+"/state") {
 		case 1:
-			st.State.Running = &corev1.ContainerStateRunning{StartedAt: t0}
+			st.State.Running = &corev1.ContainerStateRunning{StartedAt: rapid.SampledFrom(times).Draw(t, name+"/startedAt")}
 		case 2:
 			st.State.Waiting = &corev1.ContainerStateWaiting{Reason: rapid.SampledFrom(waiting).Draw(t, name+"/reason"), Message: "m"}
 		case 3:
@@ -396,8 +399,9 @@ func genPod(t *rapid.T) (*corev1.Pod, revision.State) {
 	}
 	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodReady, v1alpha1.PodConditionUpgradable, status.PodConditionDrifted} {
 		if rapid.Bool().Draw(t, string(typ)) {
-			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: typ, LastTransitionTime: t0,
-				Status: rapid.SampledFrom([]corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse}).Draw(t, string(typ)+"/status")})
+			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: typ,
+				LastTransitionTime: rapid.SampledFrom(times).Draw(t, string(typ)+"/since"),
+				Status:             rapid.SampledFrom([]corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse}).Draw(t, string(typ)+"/status")})
 		}
 	}
 	state := revision.State{}
@@ -412,6 +416,9 @@ func genPod(t *rapid.T) (*corev1.Pod, revision.State) {
 		rec := revision.SetState{Revision: s.name + "-1", Hash: rapid.SampledFrom([]string{"h1", "h2"}).Draw(t, s.name+"/hash"), ImagelessHash: "i"}
 		if rapid.Bool().Draw(t, s.name+"/write") {
 			rec.Write = &revision.Write{WasReady: rapid.Bool().Draw(t, s.name+"/wasReady"), Generation: rapid.Int64Range(1, 4).Draw(t, s.name+"/gen")}
+			if rapid.Bool().Draw(t, s.name+"/at") {
+				rec.Write.At = &metav1.MicroTime{Time: t0.Add(10 * time.Second)}
+			}
 		}
 		for _, name := range s.containers {
 			rc := revision.ContainerState{Name: name, Init: name == "shipper", Image: rapid.SampledFrom(images).Draw(t, s.name+name)}

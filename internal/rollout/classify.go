@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +64,16 @@ type Pod struct {
 	// so that a sidecar or the pod failing later, for whatever reason, is
 	// not taken for the write in flight or the rollout's disruption.
 	Back bool
+	// BackSince, for a pod Back from a write that says when it was made
+	// (Write.At), is when the pod came back as far as its status tells:
+	// the latest of the write's time, the Ready condition's last
+	// transition to True, and the start of every running sidecar the
+	// write changed, but no later than SettleAfter after the write. Zero
+	// otherwise. A restart the old instance's grace period, an image pull
+	// or a slow probe stretched does not use up the time the settle waits
+	// (settle); a pod that keeps failing and coming back, or a node whose
+	// clock runs ahead, cannot put it off for ever.
+	BackSince time.Time
 	// Upgradable: the pod differs from the latest revision at most in
 	// what changes in place, and every latest sidecar is both recorded and
 	// present in the pod spec. What changes in place: images (the record's
@@ -367,7 +378,44 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		p.Disrupting = p.PodReady && p.runningInFlightAny()
 	}
 	p.Back = p.Back || (rec.Write == nil && wrote && complete)
+	if p.Back && rec.Write != nil && rec.Write.At != nil {
+		p.BackSince = backSince(pod, rec, rec.Write.At.Time)
+	}
 	return p
+}
+
+// backSince returns the latest of at, the Ready condition's last transition
+// when the pod is Ready, and the start of every running sidecar that rec
+// says was written, but no later than SettleAfter after at. The times of
+// the status are the node's clock.
+func backSince(pod *corev1.Pod, rec revision.SetState, at time.Time) time.Time {
+	since, last := at, at.Add(SettleAfter)
+	later := func(t metav1.Time) {
+		if t.After(since) {
+			since = t.Time
+		}
+		if since.After(last) {
+			since = last
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			later(c.LastTransitionTime)
+		}
+	}
+	for _, rc := range rec.Containers {
+		if !written(rc) {
+			continue
+		}
+		_, init, found := specContainer(pod, rc.Name)
+		if !found {
+			continue
+		}
+		if st := containerStatus(pod, rc.Name, init); st.State.Running != nil {
+			later(st.State.Running.StartedAt)
+		}
+	}
+	return since
 }
 
 // owes reports whether the resize of the named sidecar is owed.

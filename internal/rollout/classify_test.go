@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -373,5 +374,80 @@ func TestNotStarted(t *testing.T) {
 		if c.NotStarted != tc.want {
 			t.Errorf("%s: NotStarted = %v, want %v", tc.name, c.NotStarted, tc.want)
 		}
+	}
+}
+
+// TestBackSince: a pod back from its write came back at the latest of the
+// write, its Ready condition's turn to True and its written sidecars'
+// starts; the app's start and times from before the write do not count.
+func TestBackSince(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	after := func(d time.Duration) metav1.Time { return metav1.NewTime(at.Add(d)) }
+	// back: written at, swapped by the kubelet, ready again.
+	back := func(t *testing.T) *corev1.Pod {
+		pod := writtenPod(t, v1, latest)
+		rec := record(pod)
+		rec.Write.At = &metav1.MicroTime{Time: at}
+		setRecord(pod, rec)
+		swap(pod)
+		setReady(pod, true)
+		return pod
+	}
+	readySince := func(pod *corev1.Pod, tt metav1.Time) { pod.Status.Conditions[0].LastTransitionTime = tt }
+	started := func(pod *corev1.Pod, name string, tt metav1.Time) {
+		for i := range pod.Status.ContainerStatuses {
+			if pod.Status.ContainerStatuses[i].Name == name {
+				pod.Status.ContainerStatuses[i].State.Running.StartedAt = tt
+			}
+		}
+	}
+	tests := []struct {
+		name string
+		pod  func(*corev1.Pod)
+		want time.Time
+	}{
+		{"a status that tells no time: the write's", func(*corev1.Pod) {}, at},
+		{"ready 20s after the write", func(pod *corev1.Pod) { readySince(pod, after(20*time.Second)) }, at.Add(20 * time.Second)},
+		{"the sidecar started 40s after the write, ready since 20s", func(pod *corev1.Pod) {
+			readySince(pod, after(20*time.Second))
+			started(pod, "exporter", after(40*time.Second))
+		}, at.Add(40 * time.Second)},
+		{"the app restarted 90s after the write: not the write's", func(pod *corev1.Pod) {
+			started(pod, "mysql", after(90*time.Second))
+		}, at},
+		{"a sidecar the write left alone started 90s after it: not the write's", func(pod *corev1.Pod) {
+			rec := record(pod)
+			rec.Containers = append(rec.Containers, revision.ContainerState{Name: "shipper", Image: "shipper:1"})
+			setRecord(pod, rec)
+			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "shipper", Image: "shipper:1"})
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, running("shipper", "shipper:1"))
+			started(pod, "shipper", after(90*time.Second))
+		}, at},
+		{"ready again an hour after the write (it kept failing, or the node's clock runs ahead): SettleAfter after it", func(pod *corev1.Pod) {
+			readySince(pod, after(time.Hour))
+		}, at.Add(SettleAfter)},
+		{"ready since before the write (the restart went unseen)", func(pod *corev1.Pod) { readySince(pod, after(-time.Hour)) }, at},
+		{"not ready: not back", func(pod *corev1.Pod) {
+			setReady(pod, false)
+			readySince(pod, after(20*time.Second))
+		}, time.Time{}},
+		{"a write that does not say when", func(pod *corev1.Pod) {
+			rec := record(pod)
+			rec.Write.At = nil
+			setRecord(pod, rec)
+			started(pod, "exporter", after(40*time.Second))
+		}, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := back(t)
+			tt.pod(pod)
+			p := Classify(pod, record(pod), latest)
+			if !p.BackSince.Equal(tt.want) {
+				t.Errorf("BackSince = %v, want %v (Back %v)", p.BackSince, tt.want, p.Back)
+			}
+		})
 	}
 }

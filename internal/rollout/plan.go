@@ -36,18 +36,18 @@ type Input struct {
 	// or by declaring an older spec again. Their pods go back whatever the
 	// partition (see Next).
 	Withdrawn map[string]bool
-	// Now is when the plan is made: a pod back from a write made less than
-	// SettleAfter before it waits for its settle while the rollout is busy
-	// (see settle).
+	// Now is when the plan is made: a pod back less than SettleAfter before
+	// it waits for its settle while the rollout is busy (see settle).
 	Now time.Time
 }
 
-// SettleAfter is how long after its write a pod back from it may wait for
-// its settle while the rollout is busy (see settle): a few of the intervals
-// at which sidecars are probed and scraped (a minute is Prometheus's
-// default), so that a new image that fails on its first scrape or after a
-// probe's failureThreshold still fails within it, and longer than a
-// rollout of thousands of pods takes, whose settles then land after it.
+// SettleAfter is how long after it came back from a write a pod may wait
+// for its settle while the rollout is busy (see settle): a few of the
+// intervals at which sidecars are probed and scraped (a minute is
+// Prometheus's default), so that a new image that fails on its first
+// scrape or after a probe's failureThreshold still fails within it, and
+// longer than a rollout of thousands of pods takes, whose settles then
+// land after it.
 const SettleAfter = 3 * time.Minute
 
 // Budget is a PodDisruptionBudget as the planner needs it.
@@ -394,8 +394,12 @@ func Next(in Input) (Plan, error) {
 			left--
 		}
 	}
-	due := append(undone, candidates[:min(max(left, 0), len(candidates))]...)
+	moving := min(max(left, 0), len(candidates))
+	due := append(undone, candidates[:moving]...)
 	plan.Due = len(due)
+	// kept: the partition keeps pods from the latest revision, which a
+	// later step is to write (busy, below).
+	kept := moving < len(candidates)
 
 	type item struct {
 		pod    Pod
@@ -587,7 +591,7 @@ func Next(in Input) (Plan, error) {
 		}
 		plan.Updates = append(plan.Updates, u)
 	}
-	busy := (plan.Due > 0 && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
+	busy := ((plan.Due > 0 || kept) && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
 	plan.Updates, plan.SettleAt = settle(pods, plan.Updates, busy, in.Now)
 	sortHeld(plan.Held)
 	return plan, nil
@@ -596,27 +600,30 @@ func Next(in Input) (Plan, error) {
 // settle appends to updates a record of the disruption of every pod
 // written while not ready that the write is about to disrupt, a record of
 // every pod back but for a write that is a disruption of its own, and a
-// settle of every pod that is Back, unless the rollout is busy and the
-// pod's write is recent, when updates do not write them. This is
-// bookkeeping, not a rollout step: it is done paused or not, and whatever
-// holds the pod's next update.
+// settle of every pod that is Back, unless the rollout is busy and the pod
+// came back recently, when updates do not write them. This is bookkeeping,
+// not a rollout step: it is done paused or not, and whatever holds the
+// pod's next update.
 //
-// Busy: the rollout is not complete, paused or not: pods are due (but under
-// NotUpdate, which moves none), or Awaited. Recent: the write was made less
-// than SettleAfter before now. Such settles wait: written beside the
-// rollout's updates, they took half of the apiserver's writes, and a
-// rollout paced by its writes took up to twice as long. A pod back and not
-// settled yet does not count (it is Ready); should it fail meanwhile, it
-// counts as the rollout's again and takes its slot back, as a pod that
-// failed just after its write does: a new image that fails within
-// SettleAfter of its write, after it turned ready, stops the rollout once
-// maxUnavailable pods failed, and the rollout, stalled, pauses itself and
-// still says why. A write older than that is settled once the pod is back,
-// busy or not: a pod's failure long after its update, for whatever reason,
-// is not the rollout's.
-// A record that does not say when it was written (Write.At) is settled at
-// once. Another set's write into the pod settles it too (Apply). settle
-// also returns when the first settle that waits is due, zero when none does.
+// Busy: the rollout is not over, paused or not: pods are due, or the
+// partition keeps some for a later step (but under NotUpdate, which moves
+// none), or pods are Awaited. Recently: less than SettleAfter before now
+// (Pod.BackSince). A pod back and not settled yet does not count (it is
+// Ready); should it fail meanwhile, it counts as the rollout's again and
+// takes its slot back, as a pod that failed just after its write does: a
+// new image that fails within SettleAfter of turning ready again stops the
+// rollout once maxUnavailable pods failed, and the rollout, stalled,
+// pauses itself and still says why. A canary step's pods are covered too:
+// a canary that fails after its step completed holds the next step. A pod
+// back for longer is settled, busy or not: a pod's failure long after its
+// update, for whatever reason, is not the rollout's; nor is one after the
+// rollout is over, which leaves its last pods uncovered. Deferred, settles
+// also stay out of the rollout's way: written beside its updates, they
+// took half of the apiserver's writes, and a rollout paced by its writes
+// took up to twice as long. A record that does not say when it was written
+// (Write.At) is settled at once. Another set's write into the pod settles
+// it too (Apply). settle also returns when the first settle that waits is
+// due, zero when none does.
 func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpdate, time.Time) {
 	var settleAt time.Time
 	written := make(map[types.NamespacedName]bool, len(updates))
@@ -626,8 +633,8 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpd
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
-		case p.Back && busy && recent(p.Record.Write, now):
-			if at := p.Record.Write.At.Add(SettleAfter); settleAt.IsZero() || at.Before(settleAt) {
+		case p.Back && busy && p.backWithin(now):
+			if at := p.BackSince.Add(SettleAfter); settleAt.IsZero() || at.Before(settleAt) {
 				settleAt = at
 			}
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
@@ -646,10 +653,10 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpd
 	return updates, settleAt
 }
 
-// recent reports whether w, a write a record describes, was made less than
-// SettleAfter before now. A record that does not say when is not.
-func recent(w *revision.Write, now time.Time) bool {
-	return w != nil && w.At != nil && now.Sub(w.At.Time) < SettleAfter
+// backWithin reports whether p came back less than SettleAfter before now
+// (BackSince). A pod whose record does not say when it was written did not.
+func (p Pod) backWithin(now time.Time) bool {
+	return !p.BackSince.IsZero() && now.Sub(p.BackSince) < SettleAfter
 }
 
 // Awaited reports whether the rollout waits for p: the rollout disrupted it

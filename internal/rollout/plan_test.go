@@ -57,6 +57,10 @@ func mk(name string, opts ...opt) Pod {
 		p.Back = !p.Updating
 		p.Disrupting = p.PodReady && p.Updating
 	}
+	if w := p.Record.Write; p.Back && w != nil && w.At != nil && p.BackSince.IsZero() {
+		// A status that tells of nothing later than the write.
+		p.BackSince = w.At.Time
+	}
 	return p
 }
 
@@ -102,6 +106,12 @@ func disrupted(p *Pod) {
 // writtenLongAgo: the pod's last write was made SettleAfter before planNow.
 func writtenLongAgo(p *Pod) {
 	p.Record.Write.At = &metav1.MicroTime{Time: planNow.Add(-SettleAfter)}
+}
+
+// backRecently: the pod's status says it came back 10s before planNow
+// (its sidecar started, or it turned ready, then), whenever it was written.
+func backRecently(p *Pod) {
+	p.BackSince = planNow.Add(-10 * time.Second)
 }
 
 // disruptedByOthers: another set's rollout disrupted p.
@@ -405,10 +415,23 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(2, 12))},
 		},
 		{
-			name:     "partition 11, p01 back but not settled: nothing else to write, so it is settled",
+			// A canary that fails after its step is done holds the next.
+			name:     "partition 11, p01 back but not settled: its step is done, and its settle waits for the next",
 			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
 			strategy: strategy("11", "1"),
+			want:     outcome{nil, held(HeldByPartition, podRange(2, 12))},
+		},
+		{
+			name:     "partition 11, p01 back from a write SettleAfter ago: settled",
+			pods:     fleet(12, each([]opt{updated, disrupted, writtenLongAgo}, "p01")),
+			strategy: strategy("11", "1"),
 			want:     outcome{[]string{"p01 Settle"}, held(HeldByPartition, podRange(2, 12))},
+		},
+		{
+			name:     "partition 0, every pod updated, p01 back but not settled: the rollout is over, so it is settled",
+			pods:     fleet(3, merge(each([]opt{updated, disrupted}, "p01"), each([]opt{updated}, "p02", "p03"))),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p01 Settle"}, map[string]HoldReason{}},
 		},
 		{
 			// Defect: pods written while not ready held maxUnavailable
@@ -1008,7 +1031,13 @@ func TestSettleAt(t *testing.T) {
 			planNow.Add(SettleAfter - 5*time.Second)},
 		{"p01 back from a write SettleAfter ago: settled now", fleet(3, each([]opt{updated, disrupted, writtenLongAgo}, "p01")), strategy("0", "1"),
 			time.Time{}},
-		{"nothing due: settled now", fleet(3, each([]opt{updated, disrupted}, "p01")), strategy("2", "1"), time.Time{}},
+		{"p01 written SettleAfter ago, back 10s ago: SettleAfter after it came back", fleet(3, each([]opt{updated, disrupted, writtenLongAgo, backRecently}, "p01")),
+			strategy("0", "1"), planNow.Add(SettleAfter - 10*time.Second)},
+		{"partition 1, p01 back 5s after its write, p02 done too: the partition keeps p03 for a later step", fleet(3, merge(
+			each([]opt{updated, disrupted}, "p01"), each([]opt{updated}, "p02"))), strategy("1", "1"),
+			planNow.Add(SettleAfter - 5*time.Second)},
+		{"the rollout is over: settled now", fleet(3, merge(each([]opt{updated, disrupted}, "p01"), each([]opt{updated}, "p02", "p03"))),
+			strategy("0", "1"), time.Time{}},
 	} {
 		plan, err := Next(Input{Latest: planLatest, Pods: tt.pods, Strategy: tt.strategy, Now: planNow})
 		if err != nil {
