@@ -634,6 +634,13 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpd
 		switch {
 		case written[p.Key]:
 		case p.Back && busy && p.backWithin(now):
+			if p.BackButOwed {
+				// A drifted sidecar whose resize is owed: the pod is Back,
+				// and the write it owes waits for its record to say so
+				// (HeldInFlight). That write takes a slot of its own, so
+				// the record's goes now, whatever its settle waits for.
+				updates = append(updates, recordBackOf(p))
+			}
 			if at := p.BackSince.Add(SettleAfter); settleAt.IsZero() || at.Before(settleAt) {
 				settleAt = at
 			}
@@ -674,9 +681,15 @@ func backOf(p Pod) (PodUpdate, bool) {
 	case p.Back:
 		return settleOf(p), true
 	case p.BackButOwed:
-		return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}, true
+		return recordBackOf(p), true
 	}
 	return PodUpdate{}, false
+}
+
+// recordBackOf records that p is back but for a write that is a disruption
+// of its own (ActionRecordBack).
+func recordBackOf(p Pod) PodUpdate {
+	return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}
 }
 
 // recordedBack returns rec, whose write is back but for a write that is a

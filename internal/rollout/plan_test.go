@@ -415,6 +415,19 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(2, 12))},
 		},
 		{
+			// Found by TestModel (-rapid.seed=17611449304458224493 with
+			// SettleAfter 3 minutes): a drifted sidecar is complete as it
+			// runs, so a pod whose resize is owed is Back and BackButOwed
+			// at once; its RecordBack waited with its settle, the resize it
+			// owes with it, and the rollout stalled and paused itself.
+			name: "maxUnavailable 1, p01 drifted and back but for its resize: its RecordBack goes while its settle waits",
+			pods: fleet(12, each([]opt{updated, disrupted, func(p *Pod) {
+				p.ResizeOwed, p.BackButOwed, p.Drifted = []ContainerResources{{Name: "exporter"}}, true, []string{"exporter"}
+			}}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
 			// A canary that fails after its step is done holds the next.
 			name:     "partition 11, p01 back but not settled: its step is done, and its settle waits for the next",
 			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
