@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,10 @@ type Pod struct {
 	// (settle); a pod that keeps failing and coming back, or a node whose
 	// clock runs ahead, cannot put it off for ever.
 	BackSince time.Time
+	// Shared: the pod carries the sidecars of other SidecarSets too
+	// (annotation sidecarset.dev/injected names more than one). Its settle
+	// does not wait (settle).
+	Shared bool
 	// Upgradable: the pod differs from the latest revision at most in
 	// what changes in place, and every latest sidecar is both recorded and
 	// present in the pod spec. What changes in place: images (the record's
@@ -215,6 +220,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		Updated:    rec.Hash == latest.Hash,
 		PodReady:   podReady(pod),
 		Pending:    pod.Status.Phase == corev1.PodPending,
+		Shared:     strings.Contains(pod.Annotations[v1alpha1.AnnotationInjected], ","),
 	}
 	// wrote: some running sidecar still carries the record of a write.
 	complete, wrote := true, false

@@ -445,9 +445,33 @@ func TestBackSince(t *testing.T) {
 			pod := back(t)
 			tt.pod(pod)
 			p := Classify(pod, record(pod), latest)
+			if p.Shared {
+				t.Errorf("Shared, with only %q injected", pod.Annotations[v1alpha1.AnnotationInjected])
+			}
 			if !p.BackSince.Equal(tt.want) {
 				t.Errorf("BackSince = %v, want %v (Back %v)", p.BackSince, tt.want, p.Back)
 			}
 		})
+	}
+}
+
+// TestShared: a pod is Shared when its injected annotation names another
+// set beside this one.
+func TestShared(t *testing.T) {
+	v2 := testSet("exporter:v2")
+	for _, tt := range []struct {
+		injected string
+		want     bool
+	}{
+		{setName, false},
+		{"", false},
+		{"a-logs," + setName, true},
+		{setName + ",z-proxy", true},
+	} {
+		pod := injectedPod("p01", v2)
+		pod.Annotations[v1alpha1.AnnotationInjected] = tt.injected
+		if got := Classify(pod, record(pod), NewLatest(v2)).Shared; got != tt.want {
+			t.Errorf("injected %q: Shared %v, want %v", tt.injected, got, tt.want)
+		}
 	}
 }

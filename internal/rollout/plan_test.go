@@ -428,6 +428,17 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
+			// Found by TestModel (-rapid.seed=13785041728732178176): a
+			// pod of two sets, back from this one's write and not settled,
+			// that the other's restart took down counted as this set's
+			// disruption, and this set wrote into it, not waiting for the
+			// other's write, beyond its maxUnavailable.
+			name:     "maxUnavailable 1, p01 back but not settled, and it carries another set's sidecars: settled at once",
+			pods:     fleet(12, each([]opt{updated, disrupted, func(p *Pod) { p.Shared = true }}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
 			// A canary that fails after its step is done holds the next.
 			name:     "partition 11, p01 back but not settled: its step is done, and its settle waits for the next",
 			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
