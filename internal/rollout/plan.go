@@ -637,14 +637,7 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpd
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
-		case p.Back && busy && !p.Shared && p.backWithin(now):
-			if p.BackButOwed {
-				// A drifted sidecar whose resize is owed: the pod is Back,
-				// and the write it owes waits for its record to say so
-				// (HeldInFlight). That write takes a slot of its own, so
-				// the record's goes now, whatever its settle waits for.
-				updates = append(updates, recordBackOf(p))
-			}
+		case p.Back && busy && !p.Shared && p.backWithin(now) && !p.BackButOwed:
 			if at := p.BackSince.Add(SettleAfter); settleAt.IsZero() || at.Before(settleAt) {
 				settleAt = at
 			}
@@ -678,14 +671,19 @@ func (p Pod) Awaited() bool {
 }
 
 // backOf returns the write of p's record that says its last write is
-// back: settled when the pod is Back, or recorded back when the pod is
-// back but for a write that is a disruption of its own (BackButOwed).
+// back: recorded back when the pod is back but for a write that is a
+// disruption of its own (BackButOwed), settled when it is Back. A pod can
+// be both (a drifted sidecar counts as complete while its resize is owed):
+// recorded back, it keeps the resize it owes, which a settle would forget,
+// and that write, waiting for the record (HeldInFlight), goes next, taking
+// a slot of its own; the settle comes after it. Whatever a settle waits
+// for, this does not (settle).
 func backOf(p Pod) (PodUpdate, bool) {
 	switch {
-	case p.Back:
-		return settleOf(p), true
 	case p.BackButOwed:
 		return recordBackOf(p), true
+	case p.Back:
+		return settleOf(p), true
 	}
 	return PodUpdate{}, false
 }

@@ -428,6 +428,23 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
+			// A settle forgets the resize owed (review).
+			name: "maxUnavailable 1, p01 drifted and back but for its resize, and shared: recorded back, not settled",
+			pods: fleet(12, each([]opt{updated, disrupted, func(p *Pod) {
+				p.ResizeOwed, p.BackButOwed, p.Drifted, p.Shared = []ContainerResources{{Name: "exporter"}}, true, []string{"exporter"}, true
+			}}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
+			name: "partition 0, every pod updated, p01 drifted and back but for its resize: recorded back, not settled",
+			pods: fleet(3, merge(each([]opt{updated, disrupted, func(p *Pod) {
+				p.ResizeOwed, p.BackButOwed, p.Drifted = []ContainerResources{{Name: "exporter"}}, true, []string{"exporter"}
+			}}, "p01"), each([]opt{updated}, "p02", "p03"))),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p01 RecordBack"}, held(HeldInFlight, "p01")},
+		},
+		{
 			// Found by TestModel (-rapid.seed=13785041728732178176): a
 			// pod of two sets, back from this one's write and not settled,
 			// that the other's restart took down counted as this set's
