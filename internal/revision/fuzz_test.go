@@ -2,6 +2,7 @@ package revision
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -23,6 +24,8 @@ import (
 //     annotation it could not read;
 //   - a set is either read or named unreadable, never both, and when the
 //     state annotation as a whole is unreadable, nothing is read;
+//   - reading the entries one by one (decodeEach) reads the same records
+//     and the same error;
 //   - what it read encodes (Encode, EncodeSetState) to records that decode to
 //     an equal State, in either form;
 //   - a per-set key decides its set's record alone, whatever the state
@@ -62,6 +65,12 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("Decode returned a nil State")
 		}
 		unreadable := checkDecodeError(t, annotations, got, err)
+
+		// Reading the entries one by one reads the same.
+		each, eachErr := decodeEach(annotations)
+		if !apiequality.Semantic.DeepEqual(got, each) || fmt.Sprint(err) != fmt.Sprint(eachErr) {
+			t.Fatalf("Decode and decodeEach differ:\nDecode:     %+v, %v\ndecodeEach: %+v, %v", got, err, each, eachErr)
+		}
 
 		// Records written from what was read decode to it again.
 		for _, again := range []map[string]string{

@@ -459,6 +459,14 @@ func EncodeSetState(s SetState) string {
 // hash). When the annotation as a whole is not a JSON object, State is empty
 // and every set's entry counts as unreadable. State is never nil.
 func Decode(annotations map[string]string) (State, error) {
+	if s, ok := decodeWhole(annotations); ok {
+		return s, nil
+	}
+	return decodeEach(annotations)
+}
+
+// decodeEach is Decode reading each entry on its own.
+func decodeEach(annotations map[string]string) (State, error) {
 	raw, err := entries(annotations)
 	if err != nil {
 		return State{}, err
@@ -478,6 +486,37 @@ func Decode(annotations map[string]string) (State, error) {
 		return s, &CorruptError{Sets: names, Err: bad[names[0]]}
 	}
 	return s, nil
+}
+
+// decodeWhole reads the records as Decode does when every entry is
+// readable, reading the state annotation in one pass rather than entry by
+// entry: a reconcile reads the records of every pod it matches. ok is false
+// when any entry is not readable; Decode then reads them one by one
+// (decodeEach), to keep the others and name the unreadable ones.
+func decodeWhole(annotations map[string]string) (s State, ok bool) {
+	s = State{}
+	if value := annotations[v1alpha1.AnnotationState]; value != "" {
+		if err := json.Unmarshal([]byte(value), &s); err != nil || s == nil {
+			return nil, false
+		}
+		for name, st := range s {
+			if !accept(name, st) {
+				return nil, false
+			}
+		}
+	}
+	for k, v := range annotations {
+		name, ok := strings.CutPrefix(k, PerSetPrefix)
+		if !ok {
+			continue
+		}
+		var st SetState
+		if err := json.Unmarshal([]byte(v), &st); err != nil || !accept(name, st) {
+			return nil, false
+		}
+		s[name] = st
+	}
+	return s, true
 }
 
 // entries splits the state annotation into its entries, undecoded, with the
@@ -512,19 +551,29 @@ func decodeEntry(annotations map[string]string, name string, entry json.RawMessa
 	if err := json.Unmarshal(entry, &st); err != nil {
 		return SetState{}, fmt.Errorf("decode entry %q of annotation %s: %w", name, key, err)
 	}
-	if name == "" || st.Revision == "" || st.Hash == "" || st.ImagelessHash == "" {
+	if !accept(name, st) {
 		return SetState{}, fmt.Errorf("decode annotation %s: entry %q lacks a revision or hash", key, name)
 	}
-	// A time written with an offset may read yet fall outside years 0 to
-	// 9999 once in UTC, the form it is written back in, which RFC 3339
-	// cannot hold: the next read of the record would fail. Such a time
-	// means nothing; the record reads as one written before At was kept.
+	return st, nil
+}
+
+// accept reports whether st, decoded from the entry of the SidecarSet
+// named name, is a record: it has its revision and hashes. Accepting it,
+// it drops from st.Write a time that a record cannot hold: one written with
+// an offset may read yet fall outside years 0 to 9999 once in UTC, the form
+// it is written back in, which RFC 3339 cannot hold, so that the next read
+// of the record would fail. Such a time means nothing; the record reads as
+// one written before At was kept.
+func accept(name string, st SetState) bool {
+	if name == "" || st.Revision == "" || st.Hash == "" || st.ImagelessHash == "" {
+		return false
+	}
 	if w := st.Write; w != nil && w.At != nil {
 		if y := w.At.UTC().Year(); y < 0 || y > 9999 {
 			w.At = nil
 		}
 	}
-	return st, nil
+	return true
 }
 
 // CorruptError says which entries of a pod's state annotation cannot be

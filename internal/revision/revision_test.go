@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -532,5 +533,25 @@ func TestHashesOfHotUpgrade(t *testing.T) {
 				t.Error("same Hash for different specs")
 			}
 		})
+	}
+}
+
+// BenchmarkDecode reads the records of a pod that two SidecarSets injected,
+// one of which wrote into it in place: what a reconcile reads of every pod
+// it matches.
+func BenchmarkDecode(b *testing.B) {
+	at := metav1.NewMicroTime(time.Date(2026, 5, 4, 10, 11, 12, 0, time.UTC))
+	annotations := map[string]string{v1alpha1.AnnotationState: Encode(State{
+		"mysql-exporter": {Revision: "mysql-exporter-5d8c7f9b2x", Hash: "5d8c7f9b2x", ImagelessHash: "w4b2c9d7f6",
+			Write: &Write{WasReady: true, Generation: 3, At: &at},
+			Containers: []ContainerState{{Name: "exporter", Image: "prom/mysqld-exporter:v0.15.1",
+				PreviousImageID: "sha256:4f2a", PreviousContainerID: "containerd://9c1e", PreviousImage: "prom/mysqld-exporter:v0.15.0"}}},
+		"log-shipper": {Revision: "log-shipper-7b9d6c5f4x", Hash: "7b9d6c5f4x", ImagelessHash: "c8d7f6b5w4",
+			Containers: []ContainerState{{Name: "shipper", Init: true, Image: "fluent/fluent-bit:3.1"}}},
+	})}
+	for b.Loop() {
+		if _, err := Decode(annotations); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
