@@ -229,8 +229,8 @@ const (
 	HeldInFlight HoldReason = "InFlight"
 	// HeldByOtherRollout means another SidecarSet's rollout has the pod down
 	// (Pod.DisruptedByOthers), and the write would restart a running
-	// sidecar of it, every one it writes serving: the pod goes once it is
-	// back.
+	// sidecar of it, every one it writes serving, while this set's own last
+	// write into it is done: the pod goes once it is back.
 	HeldByOtherRollout HoldReason = "OtherRollout"
 	// HeldChangeInFlight means someone else changed a running sidecar's image
 	// (a hand edit) and the kubelet has not acted on it yet: its status
@@ -550,9 +550,10 @@ func Next(in Input) (Plan, error) {
 		// disruption: writing it again takes nothing more, and keeps them.
 		// A pod another set's rollout has down would stay down longer for
 		// this write, which no budget or slot would count: it waits until
-		// it is back, unless the write is to a sidecar that does not serve
-		// (Pod.DisruptedByOthers).
-		if w.pod.DisruptedByOthers && !w.pod.Disrupting && w.action != ActionHandoff && u.restartsRunning(w.pod) && !u.writesUnserving(w.pod) {
+		// it is back, unless the write is to a sidecar that does not serve,
+		// or this set's own last write is not done (Pod.DisruptedByOthers).
+		if w.pod.DisruptedByOthers && !w.pod.Disrupting && !w.pod.Updating && w.action != ActionHandoff &&
+			u.restartsRunning(w.pod) && !u.writesUnserving(w.pod) {
 			plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
