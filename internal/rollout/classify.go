@@ -120,12 +120,7 @@ type Pod struct {
 	// kubelet acts on every other container the write changes in the same
 	// sync, so the other set counts the pod until the write is done;
 	// waiting could wait for ever, the pod down for that very sidecar (one
-	// whose image does not pull, or that crashes). Nor does a write into a
-	// pod this set's own last write is not done in (Updating): the pod may
-	// be down for that write, which the other set cannot end, and which
-	// this write is the way out of (a sidecar that crashes and runs again
-	// between crashes, or one whose hot upgrade is to hand off); the other
-	// set counts the pod meanwhile.
+	// whose image does not pull, or that crashes).
 	DisruptedByOthers bool
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.

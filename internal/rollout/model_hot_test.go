@@ -49,6 +49,41 @@ func TestModelHotKept(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a handoff owed goes before the next update while another set has the pod down", func(t *testing.T) {
+		// Found by TestModel (-rapid.seed=1600674702162714552): a newer
+		// revision was due in a pod whose hot upgrade owed its handoff,
+		// so the update began with the handoff; the pod was not ready,
+		// down for its crashing sidecar and for another set's write. The
+		// handoff, which goes over any other set's disruption, was held
+		// as an update: the other set waited for the pod to turn ready,
+		// and this set for the other set.
+		v1, v2, v3 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1), keptHotSet("proxy:v3", 1)
+		pod := nextStarted(t, v1, v2, false)
+		latest := rollout.NewLatest(v3)
+		p := rollout.Classify(pod, keptRecord(t, pod), latest)
+		if len(p.HandoffOwed) == 0 {
+			t.Fatalf("no handoff owed in %+v", p)
+		}
+		p.DisruptedByOthers = true
+		plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: []rollout.Pod{p}, Strategy: v3.Spec.UpdateStrategy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Updates) != 1 || plan.Updates[0].Action != rollout.ActionHandoff || !writes(plan.Updates[0], "proxy-1", "empty:v1") {
+			t.Fatalf("plan %v (held %+v), want the handoff of proxy-1", actions(plan), plan.Held)
+		}
+	})
+	t.Run("a handoff owed goes before the next update while the rollout is paused", func(t *testing.T) {
+		// As a handoff owed alone does: held, the pod would stay
+		// halfway through its hot upgrade for as long as the pause.
+		v1, v2, v3 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1), keptHotSet("proxy:v3", 1)
+		v3.Spec.UpdateStrategy.Paused = true
+		pod := nextStarted(t, v1, v2, true)
+		plan := keptNext(t, v3, pod)
+		if len(plan.Updates) != 1 || plan.Updates[0].Action != rollout.ActionHandoff || !writes(plan.Updates[0], "proxy-1", "empty:v1") {
+			t.Fatalf("plan %v (held %+v), want the handoff of proxy-1", actions(plan), plan.Held)
+		}
+	})
 	t.Run("a rollout with a handoff owed is not complete", func(t *testing.T) {
 		// Found by TestModel: in a pod that is not ready (its app never
 		// is), the next slot took over; the rollout was called complete

@@ -228,9 +228,9 @@ const (
 	// restarts runs.
 	HeldInFlight HoldReason = "InFlight"
 	// HeldByOtherRollout means another SidecarSet's rollout has the pod down
-	// (Pod.DisruptedByOthers), and the write would restart a running
-	// sidecar of it, every one it writes serving, while this set's own last
-	// write into it is done: the pod goes once it is back.
+	// (Pod.DisruptedByOthers), and the write, not a handoff, would restart
+	// a running sidecar of it, every one it writes serving: the pod goes
+	// once it is back.
 	HeldByOtherRollout HoldReason = "OtherRollout"
 	// HeldChangeInFlight means someone else changed a running sidecar's image
 	// (a hand edit) and the kubelet has not acted on it yet: its status
@@ -459,10 +459,11 @@ func Next(in Input) (Plan, error) {
 	if stop, reason, msg := stopped(in.Strategy); stop {
 		// A handoff ends a hot upgrade under way, whose old version has
 		// given its work up: held, it would keep the pod down, stopped
-		// halfway (a stalled rollout pauses itself).
+		// halfway (a stalled rollout pauses itself). An update of a pod
+		// that owes one writes the handoff alone (updateOf).
 		handoffs := work[:0:0]
 		for _, w := range work {
-			if w.action == ActionHandoff {
+			if w.action == ActionHandoff || w.action == ActionUpdate && len(w.pod.HandoffOwed) > 0 {
 				handoffs = append(handoffs, w)
 				continue
 			}
@@ -550,10 +551,12 @@ func Next(in Input) (Plan, error) {
 		// disruption: writing it again takes nothing more, and keeps them.
 		// A pod another set's rollout has down would stay down longer for
 		// this write, which no budget or slot would count: it waits until
-		// it is back, unless the write is to a sidecar that does not serve,
-		// or this set's own last write is not done (Pod.DisruptedByOthers).
-		if w.pod.DisruptedByOthers && !w.pod.Disrupting && !w.pod.Updating && w.action != ActionHandoff &&
-			u.restartsRunning(w.pod) && !u.writesUnserving(w.pod) {
+		// it is back, unless the write is to a sidecar that does not serve
+		// (Pod.DisruptedByOthers), or is a handoff, whether owed alone or
+		// the first step of an update (updateOf): the old slot it writes
+		// has handed its work over, and held, the hot upgrade could not
+		// end.
+		if w.pod.DisruptedByOthers && !w.pod.Disrupting && u.Action != ActionHandoff && u.restartsRunning(w.pod) && !u.writesUnserving(w.pod) {
 			plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
