@@ -284,6 +284,10 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 // built from what Apply changes alone, which costs a rollout's every write
 // a fraction of that diff.
 func recordPatch(cached, written *corev1.Pod) (client.Patch, error) {
+	if cached.ResourceVersion == "" {
+		// The apiserver would take the patch unconditionally.
+		return nil, fmt.Errorf("patch of %s: no resourceVersion to lock it to", klog.KObj(cached))
+	}
 	annotations := map[string]any{}
 	for k, v := range written.Annotations {
 		if was, ok := cached.Annotations[k]; !ok || was != v {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -76,8 +77,11 @@ func TestRecordPatch(t *testing.T) {
 func drawWrite(t *rapid.T) (*corev1.Pod, rollout.PodUpdate) {
 	tag := rapid.SampledFrom([]string{"1", "2", "3"})
 	pod := testutil.Pod("shop", "db-0").Containers(testutil.Container("db", "mysql:8").Requests("1", "1Gi").Obj()).Obj()
-	pod.ResourceVersion = "41"
-	pod.Annotations = map[string]string{"team": "shop"}
+	pod.ResourceVersion = rapid.StringMatching(`[1-9][0-9]{0,6}`).Draw(t, "resourceVersion")
+	pod.Annotations = map[string]string{}
+	if rapid.Bool().Draw(t, "another annotation") {
+		pod.Annotations["team"] = "shop"
+	}
 	state := revision.State{}
 	sidecars := map[string]bool{}
 	for _, name := range rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"exporter", "shipper", "proxy"}), 1, 3, rapid.ID).Draw(t, "sidecars") {
@@ -105,9 +109,15 @@ func drawWrite(t *rapid.T) (*corev1.Pod, rollout.PodUpdate) {
 	}
 	state["exporter"] = record("exporter", ours...)
 	injected := "exporter"
-	switch rapid.SampledFrom([]string{"none", "in the state", "per set"}).Draw(t, "another set's record") {
+	switch rapid.SampledFrom([]string{"none", "in the state", "in the state, written", "per set"}).Draw(t, "another set's record") {
 	case "in the state":
 		state["mesh"] = record("mesh")
+		injected += ",mesh"
+	case "in the state, written":
+		// With a write of its own in its record.
+		mesh := record("mesh")
+		mesh.Write = &revision.Write{Generation: 1}
+		state["mesh"] = mesh
 		injected += ",mesh"
 	case "per set":
 		// Folded into the state annotation by the write, which removes
@@ -126,6 +136,15 @@ func drawWrite(t *rapid.T) (*corev1.Pod, rollout.PodUpdate) {
 		u.State.Containers[len(u.Containers)-1].Image = image
 	}
 	return pod, u
+}
+
+func TestRecordPatchNeedsResourceVersion(t *testing.T) {
+	pod := testutil.Pod("shop", "db-0").Container("exporter", "exporter:1").Obj()
+	written := pod.DeepCopy()
+	written.Spec.Containers[0].Image = "exporter:2"
+	if _, err := recordPatch(pod, written); err == nil || !strings.Contains(err.Error(), "resourceVersion") {
+		t.Errorf("recordPatch of a pod without a resourceVersion: error %v, want one naming it", err)
+	}
 }
 
 // BenchmarkRecordPatch makes the patch of a write into a pod two SidecarSets
