@@ -11,16 +11,35 @@ import (
 
 // CounterSum reads a Prometheus text exposition (a component's /metrics)
 // and returns the sum of counter name over every series whose labels
-// include labels. A counter that is not there, or has no such series,
-// sums to 0: the apiserver registers a webhook's counter only once it has
-// called the webhook.
+// include labels (Exposition.CounterSum).
 func CounterSum(exposition io.Reader, name string, labels map[string]string) (float64, error) {
+	e, err := ParseExposition(exposition)
+	if err != nil {
+		return 0, err
+	}
+	return e.CounterSum(name, labels)
+}
+
+// Exposition is a Prometheus text exposition read once, to sum several of
+// its series: the apiserver's runs to megabytes.
+type Exposition map[string]*dto.MetricFamily
+
+// ParseExposition reads a Prometheus text exposition.
+func ParseExposition(exposition io.Reader) (Exposition, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(exposition)
 	if err != nil {
-		return 0, fmt.Errorf("parse metrics: %w", err)
+		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
-	family, ok := families[name]
+	return families, nil
+}
+
+// CounterSum returns the sum of counter name over every series whose labels
+// include labels. A counter that is not there, or has no such series, sums
+// to 0: the apiserver registers a webhook's counter only once it has called
+// the webhook.
+func (e Exposition) CounterSum(name string, labels map[string]string) (float64, error) {
+	family, ok := e[name]
 	if !ok {
 		return 0, nil
 	}

@@ -342,12 +342,16 @@ func (h *rolloutHarness) writes(ctx context.Context) (writeCounts, error) {
 	if err != nil {
 		return writeCounts{}, fmt.Errorf("read the apiserver's metrics: %w", err)
 	}
+	exposition, err := bench.ParseExposition(bytes.NewReader(raw))
+	if err != nil {
+		return writeCounts{}, err
+	}
 	sum := func(labels map[string]string) float64 {
 		if err != nil {
 			return 0
 		}
 		var v float64
-		v, err = bench.CounterSum(bytes.NewReader(raw), "apiserver_request_total", labels)
+		v, err = exposition.CounterSum("apiserver_request_total", labels)
 		return v
 	}
 	// The nodes write pod status through the status subresource, which
