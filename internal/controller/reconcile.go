@@ -74,11 +74,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.markDisruptedByOthers(ctx, set.Name, pods, classified); err != nil {
 		return ctrl.Result{}, err
 	}
-	unmanaged, err := r.countUnmanaged(ctx, set)
-	if err != nil {
-		// The count is a report, not a gate: keep rolling out with the last one.
-		log.Error(err, "count unmanaged pods")
-	}
 	release := r.holdBudgets()
 	defer release()
 	budgets, err := r.budgets(ctx, pods)
@@ -118,6 +113,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	writes, settles, moreSettles := splitSettles(plan.Updates, settlesPerReconcile)
 	plan.Updates = r.apply(ctx, set, latest.Name, writes, byKey)
 	release()
+	// After the writes: a recount lists the matching pods from the
+	// apiserver, which would delay the first step of a new revision.
+	unmanaged, err := r.countUnmanaged(ctx, set)
+	if err != nil {
+		// The count is a report, not a gate: keep rolling out with the last one.
+		log.Error(err, "count unmanaged pods")
+	}
 	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
 	settled := r.apply(ctx, set, latest.Name, settles, byKey)
 	if err := r.markPods(ctx, set, classified, byKey); err != nil {
