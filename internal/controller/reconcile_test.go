@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
@@ -156,5 +159,32 @@ func TestSettlesAgain(t *testing.T) {
 				t.Errorf("settlesAgain(%v, %d, %d) = %v, want %v", tt.more, tt.tried, tt.landed, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNoteBackSeenBack checks that a pod seen back from its write stays so
+// (rollout.Pod.SeenBack) until another write, back or not.
+func TestNoteBackSeenBack(t *testing.T) {
+	r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
+	r.Init()
+	written := func(at time.Time, back bool) []rollout.Pod {
+		return []rollout.Pod{{Key: types.NamespacedName{Namespace: "db", Name: "p01"}, Back: back,
+			Record: revision.SetState{Write: &revision.Write{WasReady: true, At: &metav1.MicroTime{Time: at}}}}}
+	}
+	first, second := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 11, 30, 0, 0, time.UTC)
+	for _, step := range []struct {
+		name string
+		pods []rollout.Pod
+		want bool
+	}{
+		{"written, not back yet", written(first, false), false},
+		{"back", written(first, true), true},
+		{"failed after it was back", written(first, false), true},
+		{"written again, not back yet", written(second, false), false},
+	} {
+		r.noteBack("exporter", step.pods)
+		if got := step.pods[0].SeenBack; got != step.want {
+			t.Errorf("%s: SeenBack = %v, want %v", step.name, got, step.want)
+		}
 	}
 }

@@ -93,14 +93,15 @@ const settlesPerReconcile = 1000
 
 // noteBack remembers when each pod back from its write (rollout.Pod.Back)
 // was first seen so, for observeSettled, until its record forgets the
-// write: the settle of a recent write waits while the rollout is busy.
+// write: the settle of a recent write waits while the rollout is busy. It
+// sets rollout.Pod.SeenBack on those pods.
 func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
 	now := r.Clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.memoryOf(setName)
 	back := make(map[types.NamespacedName]seenBack)
-	for _, p := range pods {
+	for i, p := range pods {
 		w := p.Record.Write
 		if w == nil || w.At == nil {
 			continue
@@ -110,6 +111,7 @@ func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
 		} else if p.Back {
 			back[p.Key] = seenBack{write: w.At.Time, at: now}
 		}
+		_, pods[i].SeenBack = back[p.Key]
 	}
 	m.back = back
 }

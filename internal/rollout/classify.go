@@ -122,6 +122,15 @@ type Pod struct {
 	// waiting could wait for ever, the pod down for that very sidecar (one
 	// whose image does not pull, or that crashes).
 	DisruptedByOthers bool
+	// SeenBack: the pod was seen back (Back) since its last write; the
+	// caller sets it from what it remembers, Classify sees one status only.
+	// A pod seen back that counts again failed after it came back (settle):
+	// its count has no slot of its own. A write into it while it is not
+	// ready keeps the count without a slot (Write.TurnedReady), and one
+	// that restarts it while ready takes a slot, as into a pod the rollout
+	// has not disrupted. A crashing sidecar, between crashes, shows a write
+	// done in a pod not ready just as such a failure does.
+	SeenBack bool
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.
 	Pending bool

@@ -135,6 +135,9 @@ type mset struct {
 	// revisions keeps every spec the set declared, by revision name, as
 	// ControllerRevisions do.
 	revisions map[string]v1alpha1.SidecarSetSpec
+	// seenBack holds, by pod, the time of the write each pod was seen back
+	// from, as the controller remembers it (Pod.SeenBack).
+	seenBack map[string]time.Time
 }
 
 // injected returns the spec the webhook injects into new pods: the latest,
@@ -652,6 +655,7 @@ func (m *model) reconcile(s *mset, lag int) {
 	}
 	var pods []rollout.Pod
 	byName := map[string]*corev1.Pod{}
+	seen := map[string]time.Time{}
 	for _, pod := range fresh {
 		state, err := revision.Decode(pod.Annotations)
 		if err != nil {
@@ -662,6 +666,12 @@ func (m *model) reconcile(s *mset, lag int) {
 			continue
 		}
 		cl := rollout.Classify(pod, rec, latest)
+		if w := rec.Write; w != nil && w.At != nil {
+			if at, ok := s.seenBack[pod.Name]; ok && at.Equal(w.At.Time) || cl.Back {
+				seen[pod.Name] = w.At.Time
+				cl.SeenBack = true
+			}
+		}
 		if !cl.PodReady {
 			// As the controller marks them (markDisruptedByOthers).
 			others := maps.Clone(state)
@@ -671,6 +681,7 @@ func (m *model) reconcile(s *mset, lag int) {
 		pods = append(pods, cl)
 		byName[pod.Name] = pod
 	}
+	s.seenBack = seen
 	budgets := map[types.NamespacedName][]rollout.Budget{}
 	for _, b := range m.budgets {
 		rb := rollout.Budget{Name: modelNS + "/" + b.name, DisruptionsAllowed: b.allowed}

@@ -561,7 +561,7 @@ func Next(in Input) (Plan, error) {
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
 		}
-		if u.Disrupts = w.pod.PodReady && !w.pod.Disrupting && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
+		if u.Disrupts = w.pod.PodReady && (!w.pod.Disrupting || w.pod.SeenBack) && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
 			// The pod counts from the resize on; the resize cannot write
 			// the record, so the record goes first.
 			wr := revision.Write{Generation: w.pod.Generation + 1}
@@ -577,20 +577,27 @@ func Next(in Input) (Plan, error) {
 			}
 		}
 		if u.Disrupts {
-			if room <= 0 {
+			// A pod that counts already (seen back, then failed: SeenBack)
+			// is in the count and in its budgets' spent disruptions: its
+			// restart takes that place, not one more.
+			var own int32
+			if w.pod.Disrupting {
+				own = 1
+			}
+			if room+int(own) <= 0 {
 				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByMaxUnavailable, fmt.Sprintf(
 					"maxUnavailable %d reached: %s updating or updated but not ready",
 					scope.MaxUnavailable, podCount(scope.MaxUnavailable-room))})
 				continue
 			}
-			if b, ok := exhausted(in.Budgets[w.pod.Key], spent); ok {
+			if b, ok := exhausted(in.Budgets[w.pod.Key], spent, own); ok {
 				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByDisruptionBudget, fmt.Sprintf(
 					"PodDisruptionBudget %s allows no further disruption now", b.Name)})
 				continue
 			}
-			room--
+			room -= 1 - int(own)
 			for _, b := range in.Budgets[w.pod.Key] {
-				spent[b.Name]++
+				spent[b.Name] += 1 - own
 			}
 		}
 		plan.Updates = append(plan.Updates, u)
@@ -813,10 +820,11 @@ func stopped(s v1alpha1.UpdateStrategy) (bool, HoldReason, string) {
 }
 
 // exhausted returns the first budget that allows no further disruption once
-// the ones spent by this plan are counted.
-func exhausted(budgets []Budget, spent map[string]int32) (Budget, bool) {
+// the ones spent by this plan are counted, but for own, the pod's own
+// disruption that the spent ones count already.
+func exhausted(budgets []Budget, spent map[string]int32, own int32) (Budget, bool) {
 	for _, b := range budgets {
-		if b.DisruptionsAllowed-spent[b.Name] <= 0 {
+		if b.DisruptionsAllowed-(spent[b.Name]-own) <= 0 {
 			return b, true
 		}
 	}
@@ -998,8 +1006,8 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	kept := p.Disrupting && p.Record.Write != nil
 	w := &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
 	// A disruption kept is still one the rollout took no slot for, if it
-	// was so.
-	w.TurnedReady = kept && p.Record.Write.TurnedReady
+	// was so, or if it is a failure after the pod was back (SeenBack).
+	w.TurnedReady = kept && (p.Record.Write.TurnedReady || p.SeenBack && !p.PodReady)
 	return w
 }
 

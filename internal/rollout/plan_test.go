@@ -1089,3 +1089,83 @@ func TestSettleAt(t *testing.T) {
 		}
 	}
 }
+
+// TestSeenBack covers pods that count again after they came back
+// (Pod.SeenBack): found by TestModel (-rapid.seed=16006549934711231655 and
+// 28339159), where such a pod, written again while down, was restarted once
+// ready within that count, beside the pod that held the one slot.
+func TestSeenBack(t *testing.T) {
+	seenBack := func(p *Pod) { p.SeenBack = true }
+	readyNotBack := func(p *Pod) { p.Ready = false }
+	update := func(t *testing.T, plan Plan, name string) (PodUpdate, bool) {
+		t.Helper()
+		for _, u := range plan.Updates {
+			if u.Pod.Name == name && u.Action == ActionUpdate {
+				return u, true
+			}
+		}
+		return PodUpdate{}, false
+	}
+	next := func(t *testing.T, pods []Pod, maxUnavailable string) Plan {
+		t.Helper()
+		plan, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: strategy("0", maxUnavailable), Now: planNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	t.Run("written while down, it keeps its count without a slot", func(t *testing.T) {
+		plan := next(t, fleet(2, each([]opt{disrupted, notReady, seenBack}, "p01")), "1")
+		u, ok := update(t, plan, "p01")
+		if !ok {
+			t.Fatalf("p01 not updated: %+v", plan)
+		}
+		if w := u.State.Write; w == nil || !w.WasReady || !w.TurnedReady || u.Disrupts {
+			t.Errorf("p01's write %+v (disrupts %v), want it counted without a slot (WasReady, TurnedReady)", w, u.Disrupts)
+		}
+	})
+	t.Run("not seen back, written while down, it keeps its slot", func(t *testing.T) {
+		plan := next(t, fleet(2, each([]opt{disrupted, notReady}, "p01")), "1")
+		u, ok := update(t, plan, "p01")
+		if !ok {
+			t.Fatalf("p01 not updated: %+v", plan)
+		}
+		if w := u.State.Write; w == nil || !w.WasReady || w.TurnedReady || u.Disrupts {
+			t.Errorf("p01's write %+v (disrupts %v), want it counted in its slot", w, u.Disrupts)
+		}
+	})
+	t.Run("ready again and counted alone, a restart takes its own place", func(t *testing.T) {
+		// Held, it would wait for itself: a sidecar that fails for good
+		// would never get the fix.
+		plan := next(t, fleet(2, each([]opt{disrupted, readyNotBack, seenBack}, "p01")), "1")
+		u, ok := update(t, plan, "p01")
+		if !ok {
+			t.Fatalf("p01 not updated (held %+v)", plan.Held)
+		}
+		if !u.Disrupts {
+			t.Errorf("p01's restart took no slot")
+		}
+		if got := heldReason(plan, "p02"); got != HeldByMaxUnavailable {
+			t.Errorf("p02 held for %q, want %q", got, HeldByMaxUnavailable)
+		}
+	})
+	t.Run("ready again, a restart takes a slot: none left with p02 down", func(t *testing.T) {
+		pods := fleet(2, merge(each([]opt{disrupted, readyNotBack, seenBack}, "p01"), each([]opt{disrupted, notReady}, "p02")))
+		plan := next(t, pods, "1")
+		if _, ok := update(t, plan, "p01"); ok {
+			t.Errorf("p01 restarted beside p02, maxUnavailable 1: %+v", plan.Updates)
+		}
+		if got := heldReason(plan, "p01"); got != HeldByMaxUnavailable {
+			t.Errorf("p01 held for %q, want %q", got, HeldByMaxUnavailable)
+		}
+	})
+}
+
+func heldReason(plan Plan, name string) HoldReason {
+	for _, h := range plan.Held {
+		if h.Pod.Name == name {
+			return h.Reason
+		}
+	}
+	return ""
+}
