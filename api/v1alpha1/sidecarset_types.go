@@ -526,6 +526,21 @@ type UpdateStrategy struct {
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
+	// minReadySeconds is how long a pod the rollout restarted must stay
+	// Ready, every written sidecar running its new container, before the
+	// pod stops counting against maxUnavailable and its
+	// PodDisruptionBudgets and the next pod may go. It counts from the later
+	// of the pod's Ready transition and the start of every written sidecar,
+	// as the node's clock reports them, so a sidecar that crashes and
+	// restarts starts it again. A sidecar without a readiness probe is Ready
+	// as soon as it runs: this wait is then all that catches a new image
+	// that crashes. Defaults to 10 (Deployment's minReadySeconds defaults to
+	// 0); 0 releases a pod as soon as it is Ready.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
+
 	// priorityStrategy orders the update by pod labels: pods that are not
 	// ready still go first, then those of higher priority. The partition
 	// keeps the last pods of this order.

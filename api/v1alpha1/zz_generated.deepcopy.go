@@ -494,6 +494,11 @@ func (in *UpdateStrategy) DeepCopyInto(out *UpdateStrategy) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MinReadySeconds != nil {
+		in, out := &in.MinReadySeconds, &out.MinReadySeconds
+		*out = new(int32)
+		**out = **in
+	}
 	if in.PriorityStrategy != nil {
 		in, out := &in.PriorityStrategy, &out.PriorityStrategy
 		*out = new(UpdatePriorityStrategy)

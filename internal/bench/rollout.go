@@ -197,10 +197,9 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "watch for the pod to be Ready on a new imageID, and writes a SidecarSet's status as often as the controller did in the ")
 	fmt.Fprintf(&b, "round before; its time runs from its first write to its last status write. Its pods are copies of the controller's, ")
 	fmt.Fprintf(&b, "on the same nodes, in another namespace. Times are medians over the rounds. The controller settles each pod's ")
-	fmt.Fprintf(&b, "record once the pod is back (a patch of the record alone); while the rollout is busy, the settle of a pod back ")
-	fmt.Fprintf(&b, "less than 3 minutes before waits, so the settles of a rollout shorter than that land after its status says Complete, ")
-	fmt.Fprintf(&b, "at most 1000 per reconcile. Its phase waits for them, so those patches load no other phase, and \"settled s\" says ")
-	fmt.Fprintf(&b, "when the last one landed.\n\n")
+	fmt.Fprintf(&b, "record once the rollout is over (a patch of the record alone), after its status says Complete, at most 1000 ")
+	fmt.Fprintf(&b, "per reconcile. Its phase waits for them, so those patches load no other phase, and \"settled s\" says ")
+	fmt.Fprintf(&b, "when the last one landed. Its SidecarSet has minReadySeconds 0, as the baseline waits for no pod.\n\n")
 
 	fmt.Fprintf(&b, "## Goals\n\n")
 	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|\n")

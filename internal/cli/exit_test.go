@@ -139,6 +139,9 @@ func TestVerdictOf(t *testing.T) {
 	complete := condition(v1alpha1.ConditionComplete, metav1.ConditionTrue, "RolloutComplete")
 	notComplete := condition(v1alpha1.ConditionComplete, metav1.ConditionFalse, "Paused")
 	stalled := condition(v1alpha1.ConditionStalled, metav1.ConditionTrue, "ProgressDeadlineExceeded")
+	partitionReached := condition(v1alpha1.ConditionComplete, metav1.ConditionTrue, "PartitionReached")
+	notReadyLeft := condition(v1alpha1.ConditionComplete, metav1.ConditionFalse, "PodsNotReady")
+	recreatesLeft := condition(v1alpha1.ConditionComplete, metav1.ConditionFalse, "PodsNeedRecreate")
 	paused := func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = true }
 	notUpdate := func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateStrategy }
 	for _, tc := range []struct {
@@ -152,6 +155,9 @@ func TestVerdictOf(t *testing.T) {
 		{"NotUpdate, complete", setWith(4, "0", complete, notUpdate), "halted"},
 		{"paused, not complete", setWith(4, "0", notComplete, paused), "halted"},
 		{"moving", setWith(4, "0", notComplete), ""},
+		{"the partition keeps the rest", setWith(4, "2", partitionReached), "held"},
+		{"only pods never ready left", setWith(4, "0", notReadyLeft), "held"},
+		{"only pods that need a recreate left", setWith(4, "0", recreatesLeft), "held"},
 		{"status behind", setWith(4, "0", complete, notUpdate, func(s *v1alpha1.SidecarSet) { s.Generation = 3 }), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,6 +170,8 @@ func TestVerdictOf(t *testing.T) {
 				got = "complete"
 			case v.halted:
 				got = "halted"
+			case v.held:
+				got = "held"
 			}
 			if got != tc.want {
 				t.Errorf("verdict %q (%+v), want %q", got, v, tc.want)

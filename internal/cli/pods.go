@@ -212,6 +212,7 @@ func latestOf(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, ma
 	}
 	latest := rollout.NewLatest(set)
 	latest.ResizableFrom = revision.ResizableFrom(&set.Spec, list.Items)
+	latest.Now = time.Now()
 	return latest, nil
 }
 

@@ -996,7 +996,7 @@ func budgetsOver(ctx context.Context, c client.Reader, namespace string, selecto
 			covers = covers || selector.Matches(labels.Set(p.Labels))
 			// A sidecar restart in flight is not in the budget's status
 			// yet: the controller counts it as spent, and so does this.
-			if state, err := revision.Decode(p.Annotations); err == nil && rollout.Disrupted(p, state, nil) {
+			if state, err := revision.Decode(p.Annotations); err == nil && rollout.Disrupted(p, state, nil, time.Now()) {
 				spent++
 			}
 		}

@@ -265,7 +265,9 @@ func (w *stepWatch) observe(set *v1alpha1.SidecarSet, now time.Time) (bool, erro
 			return false, fmt.Errorf("%w: Stalled (%s): %s", ErrAnomaly, v.reason, v.message)
 		case v.halted:
 			return false, fmt.Errorf("%w: %w: %s", ErrAnomaly, ErrPaused, v.message)
-		case v.complete:
+		case v.complete, v.held:
+			// Held: the step did all it may; what is left waits for the
+			// next step, or for pods the rollout does not wait for.
 			return true, nil
 		}
 		// The clock starts when not-ready pods first show (or at the first

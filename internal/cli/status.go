@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/status"
 )
 
 // NewCmdStatus returns `status [NAME] [-w]`.
@@ -39,8 +40,11 @@ INJECTION is what injects new pods: Policy (a MutatingAdmissionPolicy the
 apiserver runs, with the manager's --injection=policy or auto), Webhook, or None
 (injectionStrategy.paused); the row Injection below the table says why.
 
-With -w, follow one SidecarSet's rollout until it is Complete (exit 0),
-Stalled (exit 1), paused by updateStrategy.paused or of type NotUpdate (exit 3:
+With -w, follow one SidecarSet's rollout until it is Complete (exit 0: every
+selected pod on the latest revision and ready past minReadySeconds), Stalled
+(exit 1), held (exit 3: paused by updateStrategy.paused, of type NotUpdate, the
+partition keeps the rest, or only pods the rollout does not wait for are left:
+pods never ready, pods that need a recreate, pods on nodes that are not Ready;
 nothing moves until someone acts), or --timeout passes (exit 4): a progress bar
 of updated-and-ready pods against the target (matched minus partition) on a
 terminal, one line per change otherwise. A read that fails transiently (the
@@ -300,6 +304,9 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 		case v.halted:
 			r.stop()
 			return fmt.Errorf("%s: rollout %w: %s; nothing moves until %s", opts.Name, ErrPaused, v.message, v.remedy)
+		case v.held:
+			r.stop()
+			return fmt.Errorf("%s: rollout held (%w): %s; %s", opts.Name, ErrPaused, v.message, v.remedy)
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			r.stop()
@@ -321,7 +328,11 @@ func WatchStatus(ctx context.Context, c client.Reader, out io.Writer, opts Watch
 type verdict struct {
 	complete, stalled bool
 	// halted: nothing moves until someone acts (remedy).
-	halted                  bool
+	halted bool
+	// held: the rollout did all it may; the partition, or pods it does not
+	// wait for (not ready, or needing a recreate), keep it short of
+	// complete until someone acts (remedy).
+	held                    bool
 	reason, message, remedy string
 }
 
@@ -333,7 +344,10 @@ type verdict struct {
 // Worked cases (status about the current spec):
 //
 //	Stalled True (paused by the controller after it)   → stalled
-//	Complete True                                      → complete
+//	Complete True RolloutComplete                      → complete
+//	Complete True PartitionReached                     → held: the partition keeps the rest
+//	Complete False PodsNotReady, PodsNeedRecreate or
+//	  PodsOnLostNodes                                  → held: only pods the rollout does not wait for are left
 //	Complete True, but type NotUpdate                  → halted: no running pod moves, "complete" says nothing
 //	paused, not complete                               → halted
 //	RollingUpdate, not paused, not complete            → keep watching
@@ -354,8 +368,20 @@ func verdictOf(set *v1alpha1.SidecarSet) verdict {
 	case us.Type == v1alpha1.NotUpdateStrategy:
 		return verdict{halted: true, reason: "NotUpdate", message: "spec.updateStrategy.type is NotUpdate (" + message + ")",
 			remedy: "the type is RollingUpdate"}
+	case complete != nil && complete.Status == metav1.ConditionTrue && complete.Reason == status.ReasonPartitionReached:
+		return verdict{held: true, reason: complete.Reason, message: complete.Message,
+			remedy: "lower the partition to move the rest (`kubectl sidecarset rollout promote " + set.Name + " --partition 0`)"}
 	case complete != nil && complete.Status == metav1.ConditionTrue:
 		return verdict{complete: true, reason: complete.Reason, message: complete.Message}
+	case complete != nil && complete.Reason == status.ReasonPodsNotReady:
+		return verdict{held: true, reason: complete.Reason, message: complete.Message,
+			remedy: "the rollout does not wait for pods that were not ready before their update: see `kubectl sidecarset pods " + set.Name + "`"}
+	case complete != nil && complete.Reason == status.ReasonPodsNeedRecreate:
+		return verdict{held: true, reason: complete.Reason, message: complete.Message,
+			remedy: "recreate them: `kubectl sidecarset restart " + set.Name + " --not-upgradable`"}
+	case complete != nil && complete.Reason == status.ReasonPodsOnLostNodes:
+		return verdict{held: true, reason: complete.Reason, message: complete.Message,
+			remedy: "their pods are updated once their nodes are Ready again"}
 	case us.Paused:
 		return verdict{halted: true, reason: "Paused", message: "spec.updateStrategy.paused is true (" + message + ")",
 			remedy: "`kubectl sidecarset rollout resume " + set.Name + "`"}

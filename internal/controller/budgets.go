@@ -54,7 +54,7 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 				continue
 			}
 			state, _ := revision.Decode(pod.Annotations)
-			if rollout.Disrupted(pod, state, latest) {
+			if rollout.Disrupted(pod, state, latest, r.Clock.Now()) {
 				disrupted = append(disrupted, pod.Labels)
 			}
 		}
@@ -103,7 +103,7 @@ func (r *Reconciler) markDisruptedByOthers(ctx context.Context, set string, pods
 				return err
 			}
 		}
-		classified[i].DisruptedByOthers = rollout.Disrupted(pod, state, latest)
+		classified[i].DisruptedByOthers = rollout.Disrupted(pod, state, latest, r.Clock.Now())
 	}
 	return nil
 }

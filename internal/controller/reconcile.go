@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/rollout"
@@ -66,9 +68,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	latest := rollout.NewLatest(set)
 	latest.ResizableFrom = history.resizable
+	latest.Now = r.Clock.Now()
 	classified := make([]rollout.Pod, len(pods))
 	for i, p := range pods {
 		classified[i] = rollout.Classify(p.pod, p.rec, latest)
+	}
+	if err := r.markNodeLost(ctx, pods, classified); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.noteBack(set.Name, classified)
 	if err := r.markDisruptedByOthers(ctx, set.Name, pods, classified); err != nil {
@@ -93,7 +99,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		DriftPolicy: set.Spec.DriftPolicy,
 		Budgets:     budgets,
 		Withdrawn:   history.withdrawn,
-		Now:         r.Clock.Now(),
 	})
 	if err != nil {
 		// Validation refuses such a strategy; one stored before it cannot
@@ -131,11 +136,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if after := settlesAgain(moreSettles, len(settles), len(settled)); err == nil && after > 0 {
 		res.RequeueAfter = sooner(res.RequeueAfter, after)
 	}
-	if err == nil && !plan.SettleAt.IsZero() {
-		// Settles that wait are due then, whatever else happens meanwhile.
-		res.RequeueAfter = sooner(res.RequeueAfter, max(plan.SettleAt.Sub(r.Clock.Now()), time.Millisecond))
+	if err == nil && slices.ContainsFunc(plan.Held, func(h rollout.Held) bool { return h.Reason == rollout.HeldNodeLost }) {
+		// A node coming back brings no event of the set's.
+		res.RequeueAfter = sooner(res.RequeueAfter, nodeLostRecheck)
+	}
+	if err == nil && !plan.ReleaseAt.IsZero() {
+		// A pod waiting out minReadySeconds is released then, which no
+		// event tells.
+		res.RequeueAfter = sooner(res.RequeueAfter, max(plan.ReleaseAt.Sub(r.Clock.Now()), time.Millisecond))
 	}
 	return res, err
+}
+
+// nodeLostRecheck is how often a set with pods on nodes that are not Ready
+// looks whether they are back.
+const nodeLostRecheck = 30 * time.Second
+
+// markNodeLost sets rollout.Pod.NodeLost on the pods whose node is not
+// Ready (its Ready condition is not True, or it is gone): their kubelet
+// acts on nothing, and would act on every write at once when back.
+func (r *Reconciler) markNodeLost(ctx context.Context, pods []matched, classified []rollout.Pod) error {
+	lost := map[string]bool{}
+	for i, p := range pods {
+		name := p.pod.Spec.NodeName
+		if name == "" || classified[i].PodReady {
+			continue
+		}
+		l, ok := lost[name]
+		if !ok {
+			node := &corev1.Node{}
+			err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("get node %s: %w", name, err)
+			}
+			l = err != nil || !nodeReady(node)
+			lost[name] = l
+		}
+		classified[i].NodeLost = l
+	}
+	return nil
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // sooner returns the sooner of two requeue delays, zero being none.

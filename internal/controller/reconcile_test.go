@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
@@ -162,29 +163,52 @@ func TestSettlesAgain(t *testing.T) {
 	}
 }
 
-// TestNoteBackSeenBack checks that a pod seen back from its write stays so
-// (rollout.Pod.SeenBack) until another write, back or not.
-func TestNoteBackSeenBack(t *testing.T) {
+// TestNoteBack checks that a write's duration is observed once, when its
+// pod is first seen back (released), and again for the next write.
+func TestNoteBack(t *testing.T) {
 	r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 	r.Init()
+	const set = "note-back"
 	written := func(at time.Time, back bool) []rollout.Pod {
 		return []rollout.Pod{{Key: types.NamespacedName{Namespace: "db", Name: "p01"}, Back: back,
 			Record: revision.SetState{Write: &revision.Write{WasReady: true, At: &metav1.MicroTime{Time: at}}}}}
+	}
+	observed := func() uint64 {
+		families, err := ctrlmetrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != "sidecarset_pod_update_duration_seconds" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetValue() == set {
+						return m.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+		}
+		return 0
 	}
 	first, second := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 11, 30, 0, 0, time.UTC)
 	for _, step := range []struct {
 		name string
 		pods []rollout.Pod
-		want bool
+		want uint64
 	}{
-		{"written, not back yet", written(first, false), false},
-		{"back", written(first, true), true},
-		{"failed after it was back", written(first, false), true},
-		{"written again, not back yet", written(second, false), false},
+		{"written, not back yet", written(first, false), 0},
+		{"back", written(first, true), 1},
+		{"still back", written(first, true), 1},
+		{"failed after it was back", written(first, false), 1},
+		{"back again from the same write", written(first, true), 1},
+		{"written again, not back yet", written(second, false), 1},
+		{"back from the second write", written(second, true), 2},
 	} {
-		r.noteBack("exporter", step.pods)
-		if got := step.pods[0].SeenBack; got != step.want {
-			t.Errorf("%s: SeenBack = %v, want %v", step.name, got, step.want)
+		r.noteBack(set, step.pods)
+		if got := observed(); got != step.want {
+			t.Errorf("%s: %d writes observed, want %d", step.name, got, step.want)
 		}
 	}
 }

@@ -122,14 +122,9 @@ type memory struct {
 	writes map[types.NamespacedName]podWrite
 	// started is the revision a RolloutStarted event was last told for.
 	started string
-	// back holds, by pod, when the pod was first seen back from the write
-	// its record describes, until that record is settled (noteBack).
-	back map[types.NamespacedName]seenBack
-}
-
-// seenBack is when a pod was first seen back from the write made at write.
-type seenBack struct {
-	write, at time.Time
+	// back holds, by pod, the time of the write the pod was last seen
+	// back from, whose duration is observed (noteBack).
+	back map[types.NamespacedName]time.Time
 }
 
 // memoryOf returns the memory of the set named name, made empty when there

@@ -61,7 +61,6 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest
 		r.Recorder.Eventf(set, first, corev1.EventTypeNormal, ReasonRolloutStep, "Update",
 			"%s", stepMessage(latest, names))
 	}
-	r.observeBack(set.Name, pods, written)
 	return written
 }
 
@@ -91,88 +90,42 @@ func splitSettles(updates []rollout.PodUpdate, limit int) (others, settles []rol
 // hold the set's next change (a new image, a pause) for a minute.
 const settlesPerReconcile = 1000
 
-// noteBack remembers when each pod back from its write (rollout.Pod.Back)
-// was first seen so, for observeSettled, until its record forgets the
-// write: the settle of a recent write waits while the rollout is busy. It
-// sets rollout.Pod.SeenBack on those pods.
+// noteBack observes, for every pod first seen back from its write
+// (rollout.Pod.Back: Ready past minReadySeconds with every written sidecar
+// in its new container), how long the write took, from the time its record
+// carries (Stamped), which outlives the manager that wrote it. It remembers
+// the writes it observed, so that each is observed once by this manager.
+// The memory is for the metric alone: nothing the rollout decides reads it.
 func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
 	now := r.Clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.memoryOf(setName)
-	back := make(map[types.NamespacedName]seenBack)
-	for i, p := range pods {
+	back := make(map[types.NamespacedName]time.Time)
+	for _, p := range pods {
 		w := p.Record.Write
 		if w == nil || w.At == nil {
 			continue
 		}
-		if seen, ok := m.back[p.Key]; ok && seen.write.Equal(w.At.Time) {
+		if seen, ok := m.back[p.Key]; ok && seen.Equal(w.At.Time) {
 			back[p.Key] = seen
 		} else if p.Back {
-			back[p.Key] = seenBack{write: w.At.Time, at: now}
+			back[p.Key] = w.At.Time
+			// The write's time is the writing replica's clock: a skew
+			// between replicas must not give a negative duration.
+			metrics.PodUpdated(setName, max(0, now.Sub(w.At.Time)))
 		}
-		_, pods[i].SeenBack = back[p.Key]
 	}
 	m.back = back
 }
 
-// observeBack observes, for every settle that landed, how long the write it
-// settles took (observeSettled). A settle lands once per write (the record
-// then forgets the write, and a write from a stale view is refused), so each
-// write is observed once, by whichever manager leads when the pod is
-// settled. A record written before writes carried their time is not
-// observed.
-func (r *Reconciler) observeBack(setName string, pods map[types.NamespacedName]*corev1.Pod, written []rollout.PodUpdate) {
-	for _, u := range written {
-		if u.Action != rollout.ActionSettle {
-			continue
-		}
-		if pod, ok := pods[u.Pod]; ok {
-			r.observeSettled(setName, pod)
-		}
-	}
-}
-
-// observeSettledFor observes the writes of the records of other sets that
-// written, a write of cached, settled for them (rollout.Apply): those that
-// were recorded back wait for their own settle, and a deleted set's series
-// is gone for good.
-func (r *Reconciler) observeSettledFor(ctx context.Context, others []string, cached, written *corev1.Pod) {
-	state, _ := revision.Decode(written.Annotations)
-	for _, name := range others {
-		if rec, ok := state[name]; !ok || rec.Write != nil {
-			continue
-		}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.SidecarSet{}); err != nil {
-			continue
-		}
-		r.observeSettled(name, cached)
-	}
-}
-
-// observeSettled observes how long the write that setName's record in pod
-// holds took, the record being settled now: by setName's own settle, or by
-// another set's write, which settles the records that are back with it
-// (rollout.Apply). It runs from the time the write's record carries
-// (Stamped), which outlives the manager that wrote it, to when this manager
-// first saw the pod back (noteBack), or to now if it did not.
-func (r *Reconciler) observeSettled(setName string, pod *corev1.Pod) {
-	state, _ := revision.Decode(pod.Annotations)
-	rec, ok := state[setName]
-	if !ok || rec.Write == nil || rec.Write.At == nil {
-		return
-	}
-	end := r.Clock.Now()
-	r.mu.Lock()
-	seen, ok := r.memoryOf(setName).back[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}]
-	r.mu.Unlock()
-	if ok && seen.write.Equal(rec.Write.At.Time) {
-		end = seen.at
-	}
-	// The write's time is the writing replica's clock: a skew between
-	// replicas must not give a negative duration.
-	metrics.PodUpdated(setName, max(0, end.Sub(rec.Write.At.Time)))
-}
+// WriteTimeout bounds each pod write. A leader that lost its lease stops
+// only once it fails to renew it; a write it started before then must not
+// land after another manager took over and listed the pods, which would
+// decide without it: the manager keeps this below the time between the
+// last renewal a leader may miss and the takeover (manager.LeaseDuration
+// less manager.RenewDeadline).
+const WriteTimeout = 4 * time.Second
 
 // stepMessage tells what one reconcile's updates wrote: the revision, and
 // the pods by namespace/name, as many as the message holds (podList).
@@ -229,6 +182,8 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // cached resourceVersion, after the record when the plan counts it as a
 // new disruption.
 func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
 	resized := rollout.Resize(cached, u)
 	resize := func(opts ...client.SubResourcePatchOption) error {
 		patch := client.StrategicMergeFrom(cached)
@@ -250,7 +205,7 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 		}
 	}
 	if u.WritesRecord() {
-		written, others, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()))
+		written, _, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()), r.Clock.Now())
 		if err != nil {
 			return err
 		}
@@ -262,7 +217,6 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 			return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
 		}
 		r.expect(set.Name, written)
-		r.observeSettledFor(ctx, others, cached, written)
 	}
 	if len(u.Resize) == 0 {
 		return nil

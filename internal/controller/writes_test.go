@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,7 @@ import (
 func TestRecordPatch(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cached, u := drawWrite(t)
-		written, _, err := rollout.Apply(cached, "exporter", u)
+		written, _, err := rollout.Apply(cached, "exporter", u, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func BenchmarkRecordPatch(b *testing.B) {
 		Containers: []rollout.ContainerImage{{Name: "exporter", Image: "exporter:2"}},
 		State: revision.SetState{Revision: "exporter-2", Hash: "2", ImagelessHash: "i",
 			Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:2", PreviousImage: "exporter:1"}}},
-	})
+	}, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -104,6 +104,16 @@ type Options struct {
 // which replicas elect the one that runs the controllers.
 const LeaderElectionID = "sidecarset-manager.sidecarset.dev"
 
+// LeaseDuration and RenewDeadline are client-go's defaults, set here so that
+// controller.WriteTimeout is seen to stay below their difference: a leader
+// gives up within RenewDeadline of its last renewal, another may take over
+// LeaseDuration after it, and a pod write the old leader started in between
+// ends before that.
+const (
+	LeaseDuration = 15 * time.Second
+	RenewDeadline = 10 * time.Second
+)
+
 // DefaultOptions returns the options the binary starts from.
 func DefaultOptions() Options {
 	return Options{
@@ -141,6 +151,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManaged: "true"})
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: managed, Transform: slimPod},
+		// Whether a node is Ready is all the rollout reads of it.
+		&corev1.Node{}: {Transform: slimNode},
 		// Revisions live in the manager's namespace only.
 		&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
 	}
@@ -169,6 +181,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
+		LeaseDuration:           ptr.To(LeaseDuration),
+		RenewDeadline:           ptr.To(RenewDeadline),
 		// The manager's process ends when the manager does, so it may give
 		// the lease up at once: a restarted or replaced manager takes over
 		// without waiting for the lease to expire.

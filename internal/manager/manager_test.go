@@ -34,6 +34,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/config"
+	"github.com/sidecarset/sidecarset/internal/controller"
 	"github.com/sidecarset/sidecarset/internal/kubeletsim"
 	"github.com/sidecarset/sidecarset/internal/manager"
 	"github.com/sidecarset/sidecarset/internal/testenv"
@@ -517,3 +518,12 @@ func TestNotReadyBeforeCachesSynced(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestWriteTimeoutWithinTakeover: a pod write of a leader that lost its
+// lease ends before another manager may take over.
+func TestWriteTimeoutWithinTakeover(t *testing.T) {
+	if controller.WriteTimeout >= manager.LeaseDuration-manager.RenewDeadline {
+		t.Errorf("pod writes may take %v, more than the %v between a leader giving up and a takeover",
+			controller.WriteTimeout, manager.LeaseDuration-manager.RenewDeadline)
+	}
+}

@@ -9,6 +9,7 @@ package manager
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status;pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sidecarset.dev,resources=sidecarsets,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=sidecarset.dev,resources=sidecarsets/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch

@@ -40,6 +40,25 @@ import (
 // annotations), so a field or a list item (merged by name or type) absent
 // from both sides never appears in it and the apiserver keeps it. Adoption,
 // which compares whole containers, reads the pod from the apiserver.
+// slimNode keeps of a Node its name, resourceVersion and Ready condition:
+// a pod on a node that is not Ready is not written (rollout.Pod.NodeLost).
+func slimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Node{
+		TypeMeta:   node.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion},
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+		}
+	}
+	return slim, nil
+}
+
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {

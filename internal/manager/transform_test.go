@@ -328,7 +328,7 @@ func TestSlimPodJudgedAlike(t *testing.T) {
 				t.Fatalf("Classify by %s (-full +slim):\n%s", name, diff)
 			}
 		}
-		if rollout.Disrupted(pod, state, hashes) != rollout.Disrupted(slim, state, hashes) {
+		if rollout.Disrupted(pod, state, hashes, time.Time{}) != rollout.Disrupted(slim, state, hashes, time.Time{}) {
 			t.Fatalf("Disrupted differs")
 		}
 		v := status.PodVerdict{NotUpgradable: rapid.Bool().Draw(t, "notUpgradable")}

@@ -126,6 +126,10 @@ func (d *demo) declare(ctx context.Context) error {
 			UpdateStrategy: v1alpha1.UpdateStrategy{
 				Partition:      ptr.To(intstr.FromString("100%")),
 				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				// Each restarted pod holds its slot until its exporter has
+				// been ready this long (10 s by default; shorter here so
+				// the demo moves).
+				MinReadySeconds: ptr.To[int32](3),
 			},
 		},
 	}

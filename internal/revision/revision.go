@@ -313,6 +313,12 @@ type Write struct {
 	// runs from it until the pod is back, and a manager that took over
 	// since reads it here. nil in records written before it was kept.
 	At *metav1.MicroTime `json:"at,omitempty"`
+	// MinReadySeconds is the set's updateStrategy.minReadySeconds at the
+	// write: a pod written while Ready counts as the rollout's until it
+	// has been Ready this long with every written sidecar running its new
+	// container (rollout.Classify). Kept here so that every set, and every
+	// manager, judges the write as the set that made it did.
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 }
 
 // ContainerState is one injected container.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,7 +19,7 @@ import (
 // HotUpgrade slots. Images and record go into one write, so the
 // record never disagrees with the spec. pod itself is not modified.
 //
-// The other sets' records whose last write is back in pod are written as
+// The other sets' records whose last write is back in pod at now are written as
 // those sets' own reconciles would write them (backOf), and their names
 // returned in others (the caller times those updates): the write is made
 // from pod, through the optimistic lock, so their writes were back when it
@@ -32,7 +33,7 @@ import (
 // Another set's entry that cannot be read is kept as it is, for that set to
 // report. It fails only when the state annotation as a whole is not a JSON
 // object: writing a record over it would lose the other sets' records.
-func Apply(pod *corev1.Pod, setName string, u PodUpdate) (out *corev1.Pod, others []string, err error) {
+func Apply(pod *corev1.Pod, setName string, u PodUpdate, now time.Time) (out *corev1.Pod, others []string, err error) {
 	out = pod.DeepCopy()
 	for _, c := range u.Containers {
 		list := out.Spec.Containers
@@ -55,7 +56,7 @@ func Apply(pod *corev1.Pod, setName string, u PodUpdate) (out *corev1.Pod, other
 		if name == setName || rec.Write == nil {
 			continue
 		}
-		if back, ok := backOf(Classify(pod, rec, Latest{})); ok {
+		if back, ok := backOf(Classify(pod, rec, Latest{Now: now})); ok {
 			records[name] = back.State
 			others = append(others, name)
 		}

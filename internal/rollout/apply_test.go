@@ -27,7 +27,7 @@ func TestApply(t *testing.T) {
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	before := pod.DeepCopy()
 
-	got, _, err := Apply(pod, setName, u)
+	got, _, err := Apply(pod, setName, u, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestApply(t *testing.T) {
 	// Another set's damaged entry neither stops this set's write nor is
 	// lost by it.
 	pod.Annotations[v1alpha1.AnnotationState] = `{"other": {"revision": "other-1"}}`
-	got, _, err = Apply(pod, setName, u)
+	got, _, err = Apply(pod, setName, u, time.Time{})
 	if err != nil {
 		t.Fatalf("Apply beside another set's damaged entry: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestApply(t *testing.T) {
 	}
 
 	pod.Annotations[v1alpha1.AnnotationState] = "{not json"
-	if _, _, err := Apply(pod, setName, u); err == nil {
+	if _, _, err := Apply(pod, setName, u, time.Time{}); err == nil {
 		t.Errorf("Apply over a corrupt state annotation succeeded; want an error rather than losing other records")
 	}
 }
@@ -130,7 +130,7 @@ func TestApplySettlesOthersBack(t *testing.T) {
 		t.Helper()
 		u := PodUpdate{Pod: key(pod.Name), Action: ActionUpdate, State: revision.SetState{Revision: "other-2", Hash: "o2", ImagelessHash: "y",
 			Write: &revision.Write{WasReady: true, Generation: pod.Generation + 1}}}
-		written, others, err := Apply(pod, "other", u)
+		written, others, err := Apply(pod, "other", u, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,16 +65,11 @@ type Pod struct {
 	// so that a sidecar or the pod failing later, for whatever reason, is
 	// not taken for the write in flight or the rollout's disruption.
 	Back bool
-	// BackSince, for a pod Back from a write that says when it was made
-	// (Write.At), is when the pod came back as far as its status tells:
-	// the latest of the write's time, the Ready condition's last
-	// transition to True, and the start of every running sidecar the
-	// write changed, but no later than SettleAfter after the write. Zero
-	// otherwise. A restart the old instance's grace period, an image pull
-	// or a slow probe stretched does not use up the time the settle waits
-	// (settle); a pod that keeps failing and coming back, or a node whose
-	// clock runs ahead, cannot put it off for ever.
-	BackSince time.Time
+	// ReleaseAt, for a Ready pod that has not been Ready for its last
+	// write's minReadySeconds yet, is when it will have been (released).
+	// Zero otherwise. A pod written while Ready counts as Disrupting until
+	// then.
+	ReleaseAt time.Time
 	// Shared: the pod carries the sidecars of other SidecarSets too
 	// (annotation sidecarset.dev/injected names more than one). Its settle
 	// does not wait (settle).
@@ -122,15 +117,11 @@ type Pod struct {
 	// waiting could wait for ever, the pod down for that very sidecar (one
 	// whose image does not pull, or that crashes).
 	DisruptedByOthers bool
-	// SeenBack: the pod was seen back (Back) since its last write; the
-	// caller sets it from what it remembers, Classify sees one status only.
-	// A pod seen back that counts again failed after it came back (settle):
-	// its count has no slot of its own. A write into it while it is not
-	// ready keeps the count without a slot (Write.TurnedReady), and one
-	// that restarts it while ready takes a slot, as into a pod the rollout
-	// has not disrupted. A crashing sidecar, between crashes, shows a write
-	// done in a pod not ready just as such a failure does.
-	SeenBack bool
+	// NodeLost: the pod's node is not Ready (NotReady, or unreachable: its
+	// Ready condition is not True); the caller sets it. Its kubelet acts on
+	// nothing: the pod is not written (HeldNodeLost), and it neither counts
+	// against maxUnavailable nor is waited on, whatever its record says.
+	NodeLost bool
 	// Pending: the pod's phase is Pending: not scheduled, or not started.
 	// A write into it waits for the pod, not for the sidecar.
 	Pending bool
@@ -142,6 +133,9 @@ type Pod struct {
 	// Ready: PodReady and every running sidecar complete, i.e. healthy and
 	// running what was written, and no hot upgrade under way.
 	Ready bool
+	// Available: Ready, and for the last write's minReadySeconds
+	// (ReleaseAt is zero).
+	Available bool
 }
 
 // Container is one recorded sidecar of a Pod.
@@ -366,6 +360,16 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		p.Upgradable, p.NotUpgradable = false, held
 	}
 	p.Ready = p.PodReady && complete
+	// waiting: the pod is Ready, and has not been Ready for its last
+	// write's minReadySeconds yet. Judged whether or not the write is done:
+	// a pod whose images are done but for a resize or a handoff it owes
+	// waits out minReadySeconds too before it is recorded back.
+	waiting := false
+	if p.PodReady && rec.Write != nil {
+		p.ReleaseAt = released(pod, rec, latest.Now)
+		waiting = !p.ReleaseAt.IsZero()
+	}
+	p.Available = p.Ready && !waiting
 	switch {
 	case rec.Write == nil:
 		// Written before writes were kept, by a version that wrote ready
@@ -382,35 +386,42 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		// A hot upgrade counted only since the pod turned ready, whose
 		// first write is done: its handoff takes a slot of its own.
 		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
-		p.Disrupting = !p.Ready
-		p.BackButOwed = p.PodReady && (waitsForResize || waitsForHandoff)
-		p.Back = p.Ready
+		p.Disrupting = !p.Ready || waiting
+		p.BackButOwed = p.PodReady && !waiting && (waitsForResize || waitsForHandoff)
+		p.Back = p.Ready && !waiting
 	default:
-		p.Back = complete
+		p.Back = complete && !waiting
 		// Written while not ready, ready now with the write still to
 		// come: the kubelet's restart will take it down. Next records it
 		// (ActionRecordDisruption), so that it counts until it is back.
 		p.Disrupting = p.PodReady && p.runningInFlightAny()
 	}
 	p.Back = p.Back || (rec.Write == nil && wrote && complete)
-	if p.Back && rec.Write != nil && rec.Write.At != nil {
-		p.BackSince = backSince(pod, rec, rec.Write.At.Time)
-	}
 	return p
 }
 
-// backSince returns the latest of at, the Ready condition's last transition
-// when the pod is Ready, and the start of every running sidecar that rec
-// says was written, but no later than SettleAfter after at. The times of
-// the status are the node's clock.
-func backSince(pod *corev1.Pod, rec revision.SetState, at time.Time) time.Time {
-	since, last := at, at.Add(SettleAfter)
+// released returns when pod, Ready with the write rec records done, will
+// have been Ready for the write's minReadySeconds, or zero when it has by
+// now. The wait counts from the later of the Ready condition's last
+// transition and the start of every running sidecar rec says was written,
+// both from the node's clock, so that a sidecar that crashed and started
+// again, in a pod that never showed Ready=False (a sidecar without a
+// readiness probe), starts it again. A node clock behind the manager's
+// shortens the wait by the skew. Worked cases, minReadySeconds 10, now
+// 12:00:30:
+//
+//	Ready since 12:00:10, sidecar started 12:00:05 → zero (released at 12:00:20)
+//	Ready since 12:00:10, sidecar started 12:00:25 → 12:00:35 (it restarted)
+//	Ready since 12:00:25                           → 12:00:35
+//	minReadySeconds 0                              → zero
+func released(pod *corev1.Pod, rec revision.SetState, now time.Time) time.Time {
+	if rec.Write.MinReadySeconds <= 0 {
+		return time.Time{}
+	}
+	var since time.Time
 	later := func(t metav1.Time) {
 		if t.After(since) {
 			since = t.Time
-		}
-		if since.After(last) {
-			since = last
 		}
 	}
 	for _, c := range pod.Status.Conditions {
@@ -430,7 +441,11 @@ func backSince(pod *corev1.Pod, rec revision.SetState, at time.Time) time.Time {
 			later(st.State.Running.StartedAt)
 		}
 	}
-	return since
+	at := since.Add(time.Duration(rec.Write.MinReadySeconds) * time.Second)
+	if !now.Before(at) {
+		return time.Time{}
+	}
+	return at
 }
 
 // owes reports whether the resize of the named sidecar is owed.
@@ -552,17 +567,18 @@ func podReady(pod *corev1.Pod) bool {
 }
 
 // Disrupted reports whether any SidecarSet's rollout disrupted pod and it is
-// not back yet (Pod.Disrupting for one of the records in state). latest maps
+// not back yet (Pod.Disrupting for one of the records in state), judged at
+// now. latest maps
 // the existing sets' names to their latest Hash. A set it does not name was
 // deleted and settles nothing any more: its record counts only while its
 // write is in flight, which the kubelet ends. A pod back but for a write
 // of its own (BackButOwed) is ready: it counts for its set until the record
 // says so, and for no budget. PodDisruptionBudgets are shared by every set,
 // so a pod one set disrupted is spent for all of them.
-func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string) bool {
+func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string, now time.Time) bool {
 	for name, rec := range state {
 		hash, ok := latest[name]
-		c := Classify(pod, rec, Latest{Hash: hash})
+		c := Classify(pod, rec, Latest{Hash: hash, Now: now})
 		if c.BackButOwed {
 			continue
 		}

@@ -324,7 +324,7 @@ func TestDisrupted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Disrupted(pod, state, tc.latest); got != tc.want {
+		if got := Disrupted(pod, state, tc.latest, time.Time{}); got != tc.want {
 			t.Errorf("%s: Disrupted = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -377,19 +377,23 @@ func TestNotStarted(t *testing.T) {
 	}
 }
 
-// TestBackSince: a pod back from its write came back at the latest of the
-// write, its Ready condition's turn to True and its written sidecars'
-// starts; the app's start and times from before the write do not count.
-func TestBackSince(t *testing.T) {
+// TestReleased: a pod written while Ready counts as disrupted until it has
+// been Ready for the write's minReadySeconds, from the later of its Ready
+// condition's turn and its written sidecars' starts; the app's start and
+// other sidecars' do not count. Minute 0 is the write, minReadySeconds 10,
+// and the pod is judged at 0:30.
+func TestReleased(t *testing.T) {
 	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
 	latest := NewLatest(v2)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	latest.Now = at.Add(30 * time.Second)
 	after := func(d time.Duration) metav1.Time { return metav1.NewTime(at.Add(d)) }
 	// back: written at, swapped by the kubelet, ready again.
 	back := func(t *testing.T) *corev1.Pod {
 		pod := writtenPod(t, v1, latest)
 		rec := record(pod)
 		rec.Write.At = &metav1.MicroTime{Time: at}
+		rec.Write.MinReadySeconds = 10
 		setRecord(pod, rec)
 		swap(pod)
 		setReady(pod, true)
@@ -406,38 +410,36 @@ func TestBackSince(t *testing.T) {
 	tests := []struct {
 		name string
 		pod  func(*corev1.Pod)
+		// want is ReleaseAt; zero: released, Back and not Disrupting.
 		want time.Time
 	}{
-		{"a status that tells no time: the write's", func(*corev1.Pod) {}, at},
-		{"ready 20s after the write", func(pod *corev1.Pod) { readySince(pod, after(20*time.Second)) }, at.Add(20 * time.Second)},
-		{"the sidecar started 40s after the write, ready since 20s", func(pod *corev1.Pod) {
-			readySince(pod, after(20*time.Second))
-			started(pod, "exporter", after(40*time.Second))
-		}, at.Add(40 * time.Second)},
-		{"the app restarted 90s after the write: not the write's", func(pod *corev1.Pod) {
-			started(pod, "mysql", after(90*time.Second))
-		}, at},
-		{"a sidecar the write left alone started 90s after it: not the write's", func(pod *corev1.Pod) {
+		{"ready since 0:10, the sidecar started 0:05: released at 0:20", func(pod *corev1.Pod) {
+			readySince(pod, after(10*time.Second))
+			started(pod, "exporter", after(5*time.Second))
+		}, time.Time{}},
+		{"ready since 0:10, the sidecar started again at 0:25 (a crash without a probe)", func(pod *corev1.Pod) {
+			readySince(pod, after(10*time.Second))
+			started(pod, "exporter", after(25*time.Second))
+		}, at.Add(35 * time.Second)},
+		{"ready since 0:25", func(pod *corev1.Pod) { readySince(pod, after(25*time.Second)) }, at.Add(35 * time.Second)},
+		{"the app restarted at 0:25: not the write's", func(pod *corev1.Pod) {
+			readySince(pod, after(10*time.Second))
+			started(pod, "mysql", after(25*time.Second))
+		}, time.Time{}},
+		{"a sidecar the write left alone started at 0:25: not the write's", func(pod *corev1.Pod) {
 			rec := record(pod)
 			rec.Containers = append(rec.Containers, revision.ContainerState{Name: "shipper", Image: "shipper:1"})
 			setRecord(pod, rec)
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "shipper", Image: "shipper:1"})
 			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, running("shipper", "shipper:1"))
-			started(pod, "shipper", after(90*time.Second))
-		}, at},
-		{"ready again an hour after the write (it kept failing, or the node's clock runs ahead): SettleAfter after it", func(pod *corev1.Pod) {
-			readySince(pod, after(time.Hour))
-		}, at.Add(SettleAfter)},
-		{"ready since before the write (the restart went unseen)", func(pod *corev1.Pod) { readySince(pod, after(-time.Hour)) }, at},
-		{"not ready: not back", func(pod *corev1.Pod) {
-			setReady(pod, false)
-			readySince(pod, after(20*time.Second))
+			readySince(pod, after(10*time.Second))
+			started(pod, "shipper", after(25*time.Second))
 		}, time.Time{}},
-		{"a write that does not say when", func(pod *corev1.Pod) {
+		{"minReadySeconds 0: released once Ready", func(pod *corev1.Pod) {
 			rec := record(pod)
-			rec.Write.At = nil
+			rec.Write.MinReadySeconds = 0
 			setRecord(pod, rec)
-			started(pod, "exporter", after(40*time.Second))
+			readySince(pod, after(29*time.Second))
 		}, time.Time{}},
 	}
 	for _, tt := range tests {
@@ -445,11 +447,12 @@ func TestBackSince(t *testing.T) {
 			pod := back(t)
 			tt.pod(pod)
 			p := Classify(pod, record(pod), latest)
-			if p.Shared {
-				t.Errorf("Shared, with only %q injected", pod.Annotations[v1alpha1.AnnotationInjected])
+			if !p.ReleaseAt.Equal(tt.want) {
+				t.Errorf("ReleaseAt = %v, want %v", p.ReleaseAt, tt.want)
 			}
-			if !p.BackSince.Equal(tt.want) {
-				t.Errorf("BackSince = %v, want %v (Back %v)", p.BackSince, tt.want, p.Back)
+			released := tt.want.IsZero()
+			if p.Back != released || p.Disrupting == released || p.Available != released || !p.Ready {
+				t.Errorf("Back %v, Disrupting %v, Available %v, Ready %v; want released %v, Ready", p.Back, p.Disrupting, p.Available, p.Ready, released)
 			}
 		})
 	}
@@ -473,5 +476,51 @@ func TestShared(t *testing.T) {
 		if got := Classify(pod, record(pod), NewLatest(v2)).Shared; got != tt.want {
 			t.Errorf("injected %q: Shared %v, want %v", tt.injected, got, tt.want)
 		}
+	}
+}
+
+// TestOldSidecarRestartedBeforeTheKubeletActs: the kubelet publishes a
+// sync's status, at the write's generation, before it acts on the written
+// spec; if the old sidecar crashed meanwhile, that status shows it
+// restarted (a new containerID, the old image) and the pod Ready. The
+// containerID alone took that for the update done, freed the slot, and the
+// kubelet then restarted the pod's sidecar beside the next pod's. With
+// minReadySeconds the pod holds its slot until its sidecar has run that
+// long, which the kubelet's restart for the write cuts short. With 0 the
+// status cannot tell that container from the write's when the written tag
+// shares the old content (the runtime names and identifies both as the
+// old image), and such a write must complete.
+func TestOldSidecarRestartedBeforeTheKubeletActs(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name            string
+		minReadySeconds int32
+		wantDisrupting  bool
+	}{
+		{"minReadySeconds 10: the slot stays held", 10, true},
+		{"minReadySeconds 0: released at once (the gap minReadySeconds closes)", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			latest := NewLatest(v2)
+			pod := writtenPod(t, v1, latest)
+			rec := record(pod)
+			rec.Write.At, rec.Write.MinReadySeconds = &metav1.MicroTime{Time: at}, tc.minReadySeconds
+			setRecord(pod, rec)
+			// The old sidecar crashed and was started again, from the old
+			// spec, 2s after the write; the kubelet has seen the write.
+			restarted := running("exporter", "exporter:v1")
+			restarted.ContainerID = "containerd://exporter-crashed"
+			restarted.State.Running.StartedAt = metav1.NewTime(at.Add(2 * time.Second))
+			pod.Status.ContainerStatuses[1] = restarted
+			pod.Status.ObservedGeneration = pod.Generation
+			setReady(pod, true)
+			pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at.Add(2 * time.Second))
+			latest.Now = at.Add(3 * time.Second)
+			p := Classify(pod, record(pod), latest)
+			if p.Disrupting != tc.wantDisrupting || p.Back == tc.wantDisrupting {
+				t.Errorf("Disrupting %v, Back %v; want Disrupting %v", p.Disrupting, p.Back, tc.wantDisrupting)
+			}
+		})
 	}
 }

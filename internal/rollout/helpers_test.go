@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -111,7 +112,7 @@ func setRecord(pod *corev1.Pod, rec revision.SetState) {
 // applyUpdate does what the controller does with a PodUpdate: Apply, as
 // the apiserver stores it, moving the generation on a spec change.
 func applyUpdate(pod *corev1.Pod, u PodUpdate) {
-	written, _, err := Apply(pod, setName, u)
+	written, _, err := Apply(pod, setName, u, time.Time{})
 	if err != nil {
 		panic(fmt.Sprintf("test pod %s: %v", pod.Name, err))
 	}

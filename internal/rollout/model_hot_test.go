@@ -389,7 +389,7 @@ func keptNext(t *testing.T, set *v1alpha1.SidecarSet, pods ...*corev1.Pod) rollo
 // generation when an image changed, the status kept.
 func keptApply(t *testing.T, pod *corev1.Pod, set *v1alpha1.SidecarSet, u rollout.PodUpdate) *corev1.Pod {
 	t.Helper()
-	out, _, err := rollout.Apply(pod, set.Name, u)
+	out, _, err := rollout.Apply(pod, set.Name, u, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -135,9 +136,6 @@ type mset struct {
 	// revisions keeps every spec the set declared, by revision name, as
 	// ControllerRevisions do.
 	revisions map[string]v1alpha1.SidecarSetSpec
-	// seenBack holds, by pod, the time of the write each pod was seen back
-	// from, as the controller remembers it (Pod.SeenBack).
-	seenBack map[string]time.Time
 }
 
 // injected returns the spec the webhook injects into new pods: the latest,
@@ -168,6 +166,8 @@ type mctr struct {
 	warm int
 	// mem is the memory the runtime applied to the running container.
 	mem string
+	// started is when the running instance started, by the node's clock.
+	started time.Time
 }
 
 type mpod struct {
@@ -176,9 +176,13 @@ type mpod struct {
 	neverReady bool
 	// oldKubelet: the node's kubelet does not report observedGeneration.
 	oldKubelet bool
-	// disrupted names the sets whose write disrupted the pod while it was
-	// ready, until it is ready again with every written image running.
-	disrupted map[string]bool
+	// disrupted names the sets whose write restarted a sidecar of the pod
+	// while it was ready, with the set's minReadySeconds at the write,
+	// until it has been ready that long with every written image running
+	// (the contract's release, judged from what the kubelet did).
+	disrupted map[string]time.Duration
+	// readySince is when the pod last turned ready.
+	readySince time.Time
 }
 
 type mbudget struct {
@@ -240,9 +244,14 @@ func newModel(t *rapid.T) *model {
 		}
 		mu := rapid.IntRange(1, 3).Draw(t, name+"-maxUnavailable")
 		b.UpdateStrategy = v1alpha1.UpdateStrategy{
-			MaxUnavailable:          ptr.To(intstr.FromInt32(int32(mu))),
-			ProgressDeadlineSeconds: ptr.To(int32(rapid.IntRange(30, 300).Draw(t, name+"-deadline"))),
+			MaxUnavailable:  ptr.To(intstr.FromInt32(int32(mu))),
+			MinReadySeconds: ptr.To(int32(rapid.SampledFrom([]int{0, 0, 3, 9}).Draw(t, name+"-minReadySeconds"))),
 		}
+		// A pod of a hot upgrade waits out minReadySeconds twice between
+		// two signs of progress: a deadline shorter than that stalls a
+		// rollout of good images, as it should.
+		b.UpdateStrategy.ProgressDeadlineSeconds = ptr.To(int32(rapid.IntRange(30, 300).Draw(t, name+"-deadline")) +
+			10**b.UpdateStrategy.MinReadySeconds)
 		// The update order decides which pods go, never how many.
 		switch rapid.IntRange(0, 3).Draw(t, name+"-order") {
 		case 1:
@@ -321,7 +330,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	}
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]bool{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -461,7 +470,7 @@ func (m *model) sync(p *mpod) {
 			ready = false
 		case c.instance > 0:
 			cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.instance), imageIDOf(c.image)
-			cs.State.Running = &corev1.ContainerStateRunning{}
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.started)}
 			cs.Resources = &corev1.ResourceRequirements{}
 			if c.mem != "" {
 				r := memory(c.mem)
@@ -483,14 +492,17 @@ func (m *model) sync(p *mpod) {
 	if ready {
 		cond = corev1.ConditionTrue
 	}
-	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}
+	if ready && !podReady(pod) {
+		p.readySince = m.now
+	}
+	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: metav1.NewTime(p.readySince)}}
 	pod.Status = st
 	m.bump(pod)
 	// What this status shows is what the controller judges by: a set whose
 	// sidecars it shows back, in a ready pod, disrupts it no more, whatever
 	// this sync does next.
-	for name := range p.disrupted {
-		if ready && m.backFor(p, name, "") {
+	for name, d := range p.disrupted {
+		if ready && m.backFor(p, name, "") && m.readyFor(p, name, d) {
 			delete(p.disrupted, name)
 		}
 	}
@@ -505,7 +517,7 @@ func (m *model) sync(p *mpod) {
 			// Ran once, before the app; never again.
 			if c.instance == 0 {
 				m.instance++
-				c.instance, c.image = m.instance, want
+				c.instance, c.image, c.started = m.instance, want, m.now
 			}
 		case c.instance > 0 && c.image == want && crashes(c.image):
 			c.last, c.lastImage, c.instance, c.waiting = c.instance, c.image, 0, true
@@ -525,16 +537,39 @@ func (m *model) sync(p *mpod) {
 				continue
 			}
 			m.instance++
-			c.instance, c.waiting = m.instance, false
+			c.instance, c.waiting, c.started = m.instance, false, m.now
 			c.mem = specMemory(pod, c.name)
 			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
 		}
 	}
-	for name := range p.disrupted {
-		if m.backFor(p, name, "") {
+	for name, d := range p.disrupted {
+		if m.backFor(p, name, "") && podReady(p.pod) && m.readyFor(p, name, d) {
 			delete(p.disrupted, name)
 		}
 	}
+}
+
+// release ends the disruptions of p that time alone ends: p is ready with
+// every written image running, and has been for the set's minReadySeconds
+// by now, whether or not the kubelet synced it since.
+func (m *model) release(p *mpod) {
+	for name, d := range p.disrupted {
+		if podReady(p.pod) && m.backFor(p, name, "") && m.readyFor(p, name, d) {
+			delete(p.disrupted, name)
+		}
+	}
+}
+
+// readyFor reports whether p has been ready for d, counted from its turn to
+// ready and the start of every running sidecar of set, by the node's clock.
+func (m *model) readyFor(p *mpod, set string, d time.Duration) bool {
+	since := p.readySince
+	for _, c := range p.ctrs {
+		if c.runs && c.instance > 0 && strings.HasPrefix(c.name, set+"-") && c.started.After(since) {
+			since = c.started
+		}
+	}
+	return !m.now.Before(since.Add(d))
 }
 
 // backFor reports whether the disruption set made to p is over: p is
@@ -629,6 +664,7 @@ func (m *model) snapshot() {
 func (m *model) reconcile(s *mset, lag int) {
 	view := m.history[max(len(m.history)-1-lag, 0)]
 	latest := rollout.NewLatest(s.set)
+	latest.Now = m.now
 	var history []appsv1.ControllerRevision
 	for name, spec := range s.revisions {
 		history = append(history, appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -655,7 +691,6 @@ func (m *model) reconcile(s *mset, lag int) {
 	}
 	var pods []rollout.Pod
 	byName := map[string]*corev1.Pod{}
-	seen := map[string]time.Time{}
 	for _, pod := range fresh {
 		state, err := revision.Decode(pod.Annotations)
 		if err != nil {
@@ -666,28 +701,21 @@ func (m *model) reconcile(s *mset, lag int) {
 			continue
 		}
 		cl := rollout.Classify(pod, rec, latest)
-		if w := rec.Write; w != nil && w.At != nil {
-			if at, ok := s.seenBack[pod.Name]; ok && at.Equal(w.At.Time) || cl.Back {
-				seen[pod.Name] = w.At.Time
-				cl.SeenBack = true
-			}
-		}
 		if !cl.PodReady {
 			// As the controller marks them (markDisruptedByOthers).
 			others := maps.Clone(state)
 			delete(others, s.set.Name)
-			cl.DisruptedByOthers = len(others) > 0 && rollout.Disrupted(pod, others, latestHashes)
+			cl.DisruptedByOthers = len(others) > 0 && rollout.Disrupted(pod, others, latestHashes, m.now)
 		}
 		pods = append(pods, cl)
 		byName[pod.Name] = pod
 	}
-	s.seenBack = seen
 	budgets := map[types.NamespacedName][]rollout.Budget{}
 	for _, b := range m.budgets {
 		rb := rollout.Budget{Name: modelNS + "/" + b.name, DisruptionsAllowed: b.allowed}
 		for _, pod := range fresh {
 			state, _ := revision.Decode(pod.Annotations)
-			if pod.Labels["g"] == b.group && rollout.Disrupted(pod, state, latestHashes) {
+			if pod.Labels["g"] == b.group && rollout.Disrupted(pod, state, latestHashes, m.now) {
 				rb.Spent++
 			}
 		}
@@ -699,7 +727,7 @@ func (m *model) reconcile(s *mset, lag int) {
 		}
 	}
 	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: s.set.Spec.UpdateStrategy,
-		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets, Now: m.now})
+		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets})
 	if err != nil {
 		m.t.Fatalf("Next: %v", err)
 	}
@@ -767,7 +795,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	if u.WritesRecord() {
 		var err error
 		// Stamped with the time, as the controller writes it.
-		if written, _, err = rollout.Apply(p.pod, s.set.Name, u.Stamped(m.now)); err != nil {
+		if written, _, err = rollout.Apply(p.pod, s.set.Name, u.Stamped(m.now), m.now); err != nil {
 			m.t.Fatalf("Apply: %v", err)
 		}
 	}
@@ -812,7 +840,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 
 	if restartsRunning && podReady(pod) {
 		healthy := len(p.disrupted) == 0
-		p.disrupted[s.set.Name] = true
+		p.disrupted[s.set.Name] = time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0)) * time.Second
 		if healthy {
 			m.checkBudgets(p)
 		}
@@ -830,11 +858,12 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 func (m *model) check() {
 	for _, p := range m.pods {
 		m.checkHot(p)
+		m.release(p)
 	}
 	for _, s := range m.sets {
 		var disrupted []string
 		for _, p := range m.pods {
-			if p.disrupted[s.set.Name] {
+			if _, ok := p.disrupted[s.set.Name]; ok {
 				disrupted = append(disrupted, p.pod.Name)
 			}
 		}
@@ -940,7 +969,12 @@ func (m *model) checkBudgets(written *mpod) {
 			}
 		}
 		if len(unhealthy) > max(b.maxUnavailable, neverReady) {
-			m.t.Fatalf("budget %s (maxUnavailable %d): %v unhealthy at once", b.name, b.maxUnavailable, unhealthy)
+			var pods []string
+			for _, p := range m.pods {
+				pods = append(pods, fmt.Sprintf("%s disrupted %v ready since %s", m.describe(p), p.disrupted, p.readySince.Format(time.TimeOnly)))
+			}
+			m.t.Fatalf("budget %s (maxUnavailable %d): %v unhealthy at once, at %s:\n%s", b.name, b.maxUnavailable, unhealthy,
+				m.now.Format(time.TimeOnly), strings.Join(pods, "\n"))
 		}
 	}
 }
@@ -1103,8 +1137,8 @@ func (m *model) editByHand(p *mpod) {
 	// disruption that write was to make: whatever restart comes now is the
 	// edit's. The set's claim on the pod ends unless another of its
 	// sidecars still has its write to come.
-	for set := range p.disrupted {
-		if strings.HasPrefix(name, set+"-") && m.backFor(p, set, name) && podReady(p.pod) {
+	for set, d := range p.disrupted {
+		if strings.HasPrefix(name, set+"-") && m.backFor(p, set, name) && podReady(p.pod) && m.readyFor(p, set, d) {
 			delete(p.disrupted, set)
 		}
 	}
@@ -1164,13 +1198,23 @@ func (m *model) finish() {
 	}
 	done := func() bool {
 		for _, s := range m.sets {
-			if !isTrue(s.set.Status.Conditions, v1alpha1.ConditionComplete) || s.set.Status.ObservedGeneration != s.set.Generation {
+			// Pods never ready keep Complete False (PodsNotReady), with
+			// nothing left to do; the pods are checked below.
+			c := meta.FindStatusCondition(s.set.Status.Conditions, v1alpha1.ConditionComplete)
+			if c == nil || c.Status != metav1.ConditionTrue && c.Reason != status.ReasonPodsNotReady ||
+				s.set.Status.ObservedGeneration != s.set.Generation {
 				return false
 			}
 		}
 		for _, p := range m.pods {
 			if !p.neverReady && (!m.back(p) || !podReady(p.pod)) {
 				return false
+			}
+			for _, s := range m.sets {
+				d := time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0)) * time.Second
+				if !p.neverReady && !m.readyFor(p, s.set.Name, d) {
+					return false
+				}
 			}
 		}
 		return true
@@ -1182,6 +1226,8 @@ func (m *model) finish() {
 		if slices.ContainsFunc(s.set.Spec.Containers, func(c v1alpha1.SidecarContainer) bool { return c.Hot() }) {
 			perPod = 8
 		}
+		// Each pod waits out minReadySeconds, a round per stepTime.
+		perPod += int(time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0))*time.Second/stepTime) + 1
 		bound += perPod * len(m.pods)
 	}
 	for i := 0; !done(); i++ {

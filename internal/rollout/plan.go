@@ -36,19 +36,7 @@ type Input struct {
 	// or by declaring an older spec again. Their pods go back whatever the
 	// partition (see Next).
 	Withdrawn map[string]bool
-	// Now is when the plan is made: a pod back less than SettleAfter before
-	// it waits for its settle while the rollout is busy (see settle).
-	Now time.Time
 }
-
-// SettleAfter is how long after it came back from a write a pod may wait
-// for its settle while the rollout is busy (see settle): a few of the
-// intervals at which sidecars are probed and scraped (a minute is
-// Prometheus's default), so that a new image that fails on its first
-// scrape or after a probe's failureThreshold still fails within it, and
-// longer than a rollout of thousands of pods takes, whose settles then
-// land after it.
-const SettleAfter = 3 * time.Minute
 
 // Budget is a PodDisruptionBudget as the planner needs it.
 type Budget struct {
@@ -76,7 +64,7 @@ type Scope struct {
 	Partition int
 	Target    int
 	// Updated and UpdatedReady count selected pods on the latest revision,
-	// and those of them that are ready.
+	// and those of them that are ready past minReadySeconds (Available).
 	Updated      int
 	UpdatedReady int
 	// MaxUnavailable is how many pods may be disrupted at once;
@@ -99,11 +87,11 @@ type Plan struct {
 	// upgradable pods on a Withdrawn revision, whether they are written now
 	// or wait.
 	Due int
-	// SettleAt is when the first settle that waits now is due (see
-	// settle): the caller should look again by then, or a pod back until
-	// that moment may fail before it is settled and count as the rollout's
-	// for longer than SettleAfter. Zero when none waits.
-	SettleAt time.Time
+	// ReleaseAt is the soonest Pod.ReleaseAt: when a pod waiting out its
+	// write's minReadySeconds is released. The caller should look again
+	// by then: nothing else may happen to bring it back. Zero when none
+	// waits.
+	ReleaseAt time.Time
 }
 
 // Action says why a pod is written.
@@ -245,6 +233,11 @@ const (
 	// as long as the container runs: such a pod waits, reported, and the
 	// rollout does not stall on it (status.Compute).
 	HeldChangeInFlight HoldReason = "ChangeInFlight"
+	// HeldNodeLost means the pod's node is not Ready (Pod.NodeLost): its
+	// kubelet acts on nothing, and would act on every write at once when
+	// it is back. The pod goes once its node is Ready again; meanwhile the
+	// rollout neither counts it nor waits for it.
+	HeldNodeLost HoldReason = "NodeLost"
 )
 
 // Held is a pod that waits.
@@ -488,6 +481,11 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 	for _, w := range work {
+		if w.pod.NodeLost {
+			plan.Held = append(plan.Held, Held{w.pod.Key, HeldNodeLost,
+				"its node is not Ready: the pod is written once the node is back"})
+			continue
+		}
 		if w.pod.BackButOwed {
 			// Its record says it is back first (ActionRecordBack, in
 			// settle): then it no longer counts, and the write it owes
@@ -561,7 +559,13 @@ func Next(in Input) (Plan, error) {
 				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
 			continue
 		}
-		if u.Disrupts = w.pod.PodReady && (!w.pod.Disrupting || w.pod.SeenBack) && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
+		// A handoff or an owed resize into a pod the rollout counts in a
+		// slot of its own ends the disruption it counts: it takes nothing
+		// more. Any other write into a Ready pod restarts it anew, and so
+		// does one into a pod counted without a slot (Write.TurnedReady).
+		counted := w.pod.Disrupting && w.pod.Record.Write != nil && !w.pod.Record.Write.TurnedReady
+		continues := counted && (u.Action == ActionHandoff || u.Action == ActionResize)
+		if u.Disrupts = w.pod.PodReady && !continues && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
 			// The pod counts from the resize on; the resize cannot write
 			// the record, so the record goes first.
 			wr := revision.Write{Generation: w.pod.Generation + 1}
@@ -577,9 +581,11 @@ func Next(in Input) (Plan, error) {
 			}
 		}
 		if u.Disrupts {
-			// A pod that counts already (seen back, then failed: SeenBack)
-			// is in the count and in its budgets' spent disruptions: its
-			// restart takes that place, not one more.
+			// A pod that counts already (Ready, waiting out
+			// minReadySeconds, or counted since it turned ready) is in the
+			// count and in its budgets' spent disruptions: its restart
+			// takes that place, not one more, and only while the count is
+			// within maxUnavailable.
 			var own int32
 			if w.pod.Disrupting {
 				own = 1
@@ -600,10 +606,20 @@ func Next(in Input) (Plan, error) {
 				spent[b.Name] += 1 - own
 			}
 		}
+		if u.writesSpec() && u.State.Write != nil {
+			wr := *u.State.Write
+			wr.MinReadySeconds = in.Latest.MinReadySeconds
+			u.State.Write = &wr
+		}
 		plan.Updates = append(plan.Updates, u)
 	}
 	busy := ((plan.Due > 0 || kept) && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
-	plan.Updates, plan.SettleAt = settle(pods, plan.Updates, busy, in.Now)
+	plan.Updates = settle(pods, plan.Updates, busy)
+	for _, p := range pods {
+		if !p.ReleaseAt.IsZero() && (plan.ReleaseAt.IsZero() || p.ReleaseAt.Before(plan.ReleaseAt)) {
+			plan.ReleaseAt = p.ReleaseAt
+		}
+	}
 	sortHeld(plan.Held)
 	return plan, nil
 }
@@ -611,36 +627,30 @@ func Next(in Input) (Plan, error) {
 // settle appends to updates a record of the disruption of every pod
 // written while not ready that the write is about to disrupt, a record of
 // every pod back but for a write that is a disruption of its own, and a
-// settle of every pod that is Back, unless the rollout is busy and the pod
-// came back recently, when updates do not write them. This is bookkeeping,
-// not a rollout step: it is done paused or not, and whatever holds the
-// pod's next update.
+// settle of every pod that is Back, unless the rollout is busy, when
+// settles wait. This is bookkeeping, not a rollout step: it is done paused
+// or not, and whatever holds the pod's next update.
 //
 // Busy: the rollout is not over, paused or not: pods are due, or the
 // partition keeps some for a later step (but under NotUpdate, which moves
-// none), or pods are Awaited. Recently: less than SettleAfter before now
-// (Pod.BackSince). A pod back and not settled yet does not count (it is
-// Ready); should it fail meanwhile, it counts as the rollout's again and
-// takes its slot back, as a pod that failed just after its write does: a new
-// image that fails within SettleAfter of turning ready again stops the
-// rollout once maxUnavailable pods failed, and the rollout, stalled, pauses
-// itself and still says why. A canary step's pods are covered too: a canary
-// that fails after its step completed holds the next step. A pod back for
-// longer is settled, busy or not: a pod's failure long after its update, for
-// whatever reason, is not the rollout's; nor is one after the rollout is
-// over, which leaves its last pods uncovered. A Shared pod is settled at
-// once: while its record still counted it, a restart another set's rollout
-// makes would count as this rollout's failure too, and this rollout would
-// write into the pod as into its own disruption, not waiting for the other's
-// to end (found by TestModel, -rapid.seed=13785041728732178176). Deferred,
-// settles also stay out of the rollout's way: written beside its updates,
-// they took half of the apiserver's writes, and a rollout paced by its
-// writes took up to twice as long. A record that does not say when it was
-// written (Write.At) is settled at once. Another set's write into the pod
-// settles it too (Apply). settle also returns when the first settle that
-// waits is due, zero when none does.
-func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpdate, time.Time) {
-	var settleAt time.Time
+// none), or pods are Awaited. A pod back and not settled does not count (it
+// is Ready, and was for its write's minReadySeconds); should its sidecar
+// fail while the rollout is busy, it counts as the rollout's again and
+// takes its slot back, as a pod that failed just after its write does: a
+// new image that fails some time after turning ready stops the rollout once
+// maxUnavailable pods failed, and the rollout, stalled, pauses itself and
+// still says why. A canary step's pods are covered too: a canary that fails
+// after its step completed holds the next step. Once the rollout is over,
+// its pods are settled: a pod's failure after that, for whatever reason, is
+// not the rollout's. A Shared pod is settled at once: while its record
+// still counted it, a restart another set's rollout makes would count as
+// this rollout's failure too, and this rollout would write into the pod as
+// into its own disruption, not waiting for the other's to end (found by
+// TestModel, -rapid.seed=13785041728732178176). Deferred, settles also stay
+// out of the rollout's way: written beside its updates, they took half of
+// the apiserver's writes. Another set's write into the pod settles it too
+// (Apply).
+func settle(pods []Pod, updates []PodUpdate, busy bool) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
 		written[u.Pod] = true
@@ -648,10 +658,7 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpd
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
-		case p.Back && busy && !p.Shared && p.backWithin(now) && !p.BackButOwed:
-			if at := p.BackSince.Add(SettleAfter); settleAt.IsZero() || at.Before(settleAt) {
-				settleAt = at
-			}
+		case p.Back && busy && !p.Shared && !p.BackButOwed:
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
 			// The same write, its generation and time kept.
@@ -665,20 +672,14 @@ func settle(pods []Pod, updates []PodUpdate, busy bool, now time.Time) ([]PodUpd
 			}
 		}
 	}
-	return updates, settleAt
-}
-
-// backWithin reports whether p came back less than SettleAfter before now
-// (BackSince). A pod whose record does not say when it was written did not.
-func (p Pod) backWithin(now time.Time) bool {
-	return !p.BackSince.IsZero() && now.Sub(p.BackSince) < SettleAfter
+	return updates
 }
 
 // Awaited reports whether the rollout waits for p: the rollout disrupted it
 // and it is not back, or a write into it is not complete while it runs
 // (not Pending).
 func (p Pod) Awaited() bool {
-	return p.Disrupting || (p.Updating && !p.Pending)
+	return !p.NodeLost && (p.Disrupting || (p.Updating && !p.Pending))
 }
 
 // backOf returns the write of p's record that says its last write is
@@ -774,7 +775,7 @@ func (u PodUpdate) writesSpec() bool {
 func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (Scope, error) {
 	sc := Scope{Matched: len(pods)}
 	for _, p := range pods {
-		if p.Disrupting {
+		if p.Disrupting && !p.NodeLost {
 			sc.Unavailable++
 		}
 		if !selected(p) {
@@ -783,7 +784,7 @@ func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (S
 		sc.Selected++
 		if p.Updated {
 			sc.Updated++
-			if p.Ready {
+			if p.Available {
 				sc.UpdatedReady++
 			}
 		}
@@ -1006,8 +1007,8 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	kept := p.Disrupting && p.Record.Write != nil
 	w := &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
 	// A disruption kept is still one the rollout took no slot for, if it
-	// was so, or if it is a failure after the pod was back (SeenBack).
-	w.TurnedReady = kept && (p.Record.Write.TurnedReady || p.SeenBack && !p.PodReady)
+	// was so.
+	w.TurnedReady = kept && p.Record.Write.TurnedReady
 	return w
 }
 

@@ -57,10 +57,7 @@ func mk(name string, opts ...opt) Pod {
 		p.Back = !p.Updating
 		p.Disrupting = p.PodReady && p.Updating
 	}
-	if w := p.Record.Write; p.Back && w != nil && w.At != nil && p.BackSince.IsZero() {
-		// A status that tells of nothing later than the write.
-		p.BackSince = w.At.Time
-	}
+	p.Available = p.Ready
 	return p
 }
 
@@ -103,16 +100,8 @@ func disrupted(p *Pod) {
 	p.Record.Write = &revision.Write{WasReady: true, Generation: 2, At: &metav1.MicroTime{Time: planNow.Add(-5 * time.Second)}}
 }
 
-// writtenLongAgo: the pod's last write was made SettleAfter before planNow.
-func writtenLongAgo(p *Pod) {
-	p.Record.Write.At = &metav1.MicroTime{Time: planNow.Add(-SettleAfter)}
-}
-
-// backRecently: the pod's status says it came back 10s before planNow
-// (its sidecar started, or it turned ready, then), whenever it was written.
-func backRecently(p *Pod) {
-	p.BackSince = planNow.Add(-10 * time.Second)
-}
+// nodeLost: p's node is not Ready; not ready either.
+func nodeLost(p *Pod) { p.NodeLost, p.PodReady, p.Ready = true, false, false }
 
 // disruptedByOthers: another set's rollout disrupted p.
 func disruptedByOthers(p *Pod) { p.DisruptedByOthers = true }
@@ -398,12 +387,6 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
-			name:     "maxUnavailable 1, p01 back from a write SettleAfter ago: settled, and p02 goes",
-			pods:     fleet(12, each([]opt{updated, disrupted, writtenLongAgo}, "p01")),
-			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
-		},
-		{
 			// Found by TestModel: a pod back but for its resize waited for
 			// a RecordBack, waiting itself with the settles: the rollout
 			// stalled.
@@ -415,8 +398,8 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(2, 12))},
 		},
 		{
-			// Found by TestModel (-rapid.seed=17611449304458224493 with
-			// SettleAfter 3 minutes): a drifted sidecar is complete as it
+			// Found by TestModel (-rapid.seed=17611449304458224493, when
+			// settles waited 3 minutes): a drifted sidecar is complete as it
 			// runs, so a pod whose resize is owed is Back and BackButOwed
 			// at once; its RecordBack waited with its settle, the resize it
 			// owes with it, and the rollout stalled and paused itself.
@@ -463,16 +446,26 @@ func TestNext(t *testing.T) {
 			want:     outcome{nil, held(HeldByPartition, podRange(2, 12))},
 		},
 		{
-			name:     "partition 11, p01 back from a write SettleAfter ago: settled",
-			pods:     fleet(12, each([]opt{updated, disrupted, writtenLongAgo}, "p01")),
-			strategy: strategy("11", "1"),
-			want:     outcome{[]string{"p01 Settle"}, held(HeldByPartition, podRange(2, 12))},
-		},
-		{
 			name:     "partition 0, every pod updated, p01 back but not settled: the rollout is over, so it is settled",
 			pods:     fleet(3, merge(each([]opt{updated, disrupted}, "p01"), each([]opt{updated}, "p02", "p03"))),
 			strategy: strategy("0", "1"),
 			want:     outcome{[]string{"p01 Settle"}, map[string]HoldReason{}},
+		},
+		{
+			// Defect: a pod on a lost node was written for free, no
+			// kubelet acted on it, and the rollout stalled waiting.
+			name:     "maxUnavailable 1, p02 on a lost node: held, and p01 goes",
+			pods:     fleet(3, each([]opt{nodeLost}, "p02")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p01"}, held(HeldNodeLost, "p02", HeldByMaxUnavailable, "p03")},
+		},
+		{
+			// Written while ready, then its node was lost: not the
+			// rollout's to count any more.
+			name:     "maxUnavailable 1, p01 written while ready, then its node lost: it holds no slot",
+			pods:     fleet(3, each([]opt{updating, nodeLost}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, "p03")},
 		},
 		{
 			// Defect: pods written while not ready held maxUnavailable
@@ -727,7 +720,7 @@ func TestNext(t *testing.T) {
 			}
 			before := fmt.Sprintf("%+v", pods)
 			got, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: tt.strategy, DriftPolicy: tt.drift, Budgets: tt.budgets,
-				Withdrawn: tt.withdrawn, Now: planNow})
+				Withdrawn: tt.withdrawn})
 			if err != nil {
 				t.Fatalf("Next: %v", err)
 			}
@@ -957,7 +950,8 @@ func TestDisruptionKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"p02", "p01 Settle"}, outcomeOf(plan).Updates); diff != "" {
+		// p01's settle waits while the rollout is busy.
+		if diff := cmp.Diff([]string{"p02"}, outcomeOf(plan).Updates); diff != "" {
 			t.Errorf("Updates (-want +got):\n%s", diff)
 		}
 	})
@@ -1060,42 +1054,39 @@ func TestRecordDisruption(t *testing.T) {
 	}
 }
 
-// TestSettleAt: a plan whose settles wait says when the first is due.
-func TestSettleAt(t *testing.T) {
+// TestReleaseAt: a plan says when the first pod waiting out its write's
+// minReadySeconds is released, so that the caller looks again then.
+func TestReleaseAt(t *testing.T) {
+	releaseIn := func(d time.Duration) opt {
+		return func(p *Pod) { p.ReleaseAt = planNow.Add(d) }
+	}
 	for _, tt := range []struct {
-		name     string
-		pods     []Pod
-		strategy v1alpha1.UpdateStrategy
-		want     time.Time
+		name string
+		pods []Pod
+		want time.Time
 	}{
-		{"p01 back 5s after its write, p02 due", fleet(3, each([]opt{updated, disrupted}, "p01")), strategy("0", "1"),
-			planNow.Add(SettleAfter - 5*time.Second)},
-		{"p01 back from a write SettleAfter ago: settled now", fleet(3, each([]opt{updated, disrupted, writtenLongAgo}, "p01")), strategy("0", "1"),
-			time.Time{}},
-		{"p01 written SettleAfter ago, back 10s ago: SettleAfter after it came back", fleet(3, each([]opt{updated, disrupted, writtenLongAgo, backRecently}, "p01")),
-			strategy("0", "1"), planNow.Add(SettleAfter - 10*time.Second)},
-		{"partition 1, p01 back 5s after its write, p02 done too: the partition keeps p03 for a later step", fleet(3, merge(
-			each([]opt{updated, disrupted}, "p01"), each([]opt{updated}, "p02"))), strategy("1", "1"),
-			planNow.Add(SettleAfter - 5*time.Second)},
-		{"the rollout is over: settled now", fleet(3, merge(each([]opt{updated, disrupted}, "p01"), each([]opt{updated}, "p02", "p03"))),
-			strategy("0", "1"), time.Time{}},
+		{"none waits", fleet(3, each([]opt{updated, disrupted}, "p01")), time.Time{}},
+		{"p01 in 5s, p02 in 3s", fleet(3, merge(each([]opt{updated, disrupted, releaseIn(5 * time.Second)}, "p01"),
+			each([]opt{updated, disrupted, releaseIn(3 * time.Second)}, "p02"))), planNow.Add(3 * time.Second)},
 	} {
-		plan, err := Next(Input{Latest: planLatest, Pods: tt.pods, Strategy: tt.strategy, Now: planNow})
+		plan, err := Next(Input{Latest: planLatest, Pods: tt.pods, Strategy: strategy("0", "1")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !plan.SettleAt.Equal(tt.want) {
-			t.Errorf("%s: SettleAt %v, want %v", tt.name, plan.SettleAt, tt.want)
+		if !plan.ReleaseAt.Equal(tt.want) {
+			t.Errorf("%s: ReleaseAt %v, want %v", tt.name, plan.ReleaseAt, tt.want)
 		}
 	}
 }
 
-// TestSeenBack covers pods that count again after they came back
-// (Pod.SeenBack): found by TestModel (-rapid.seed=16006549934711231655 and
-// 28339159), where such a pod, written again while down, was restarted once
-// ready within that count, beside the pod that held the one slot.
-func TestSeenBack(t *testing.T) {
-	seenBack := func(p *Pod) { p.SeenBack = true }
+// TestRestartOfACountedPod covers pods the rollout counts that are written
+// again: found by TestModel (-rapid.seed=16006549934711231655 and
+// 28339159), where a pod that counted again after it came back, written
+// again while down, was restarted once ready beside the pod that held the
+// one slot. A write into a counted pod while it is down keeps its count;
+// once it is Ready (waiting out minReadySeconds), a restart takes its own
+// place, and only while the count is within maxUnavailable.
+func TestRestartOfACountedPod(t *testing.T) {
 	readyNotBack := func(p *Pod) { p.Ready = false }
 	update := func(t *testing.T, plan Plan, name string) (PodUpdate, bool) {
 		t.Helper()
@@ -1108,23 +1099,13 @@ func TestSeenBack(t *testing.T) {
 	}
 	next := func(t *testing.T, pods []Pod, maxUnavailable string) Plan {
 		t.Helper()
-		plan, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: strategy("0", maxUnavailable), Now: planNow})
+		plan, err := Next(Input{Latest: planLatest, Pods: pods, Strategy: strategy("0", maxUnavailable)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return plan
 	}
-	t.Run("written while down, it keeps its count without a slot", func(t *testing.T) {
-		plan := next(t, fleet(2, each([]opt{disrupted, notReady, seenBack}, "p01")), "1")
-		u, ok := update(t, plan, "p01")
-		if !ok {
-			t.Fatalf("p01 not updated: %+v", plan)
-		}
-		if w := u.State.Write; w == nil || !w.WasReady || !w.TurnedReady || u.Disrupts {
-			t.Errorf("p01's write %+v (disrupts %v), want it counted without a slot (WasReady, TurnedReady)", w, u.Disrupts)
-		}
-	})
-	t.Run("not seen back, written while down, it keeps its slot", func(t *testing.T) {
+	t.Run("written while down, it keeps its count", func(t *testing.T) {
 		plan := next(t, fleet(2, each([]opt{disrupted, notReady}, "p01")), "1")
 		u, ok := update(t, plan, "p01")
 		if !ok {
@@ -1137,7 +1118,7 @@ func TestSeenBack(t *testing.T) {
 	t.Run("ready again and counted alone, a restart takes its own place", func(t *testing.T) {
 		// Held, it would wait for itself: a sidecar that fails for good
 		// would never get the fix.
-		plan := next(t, fleet(2, each([]opt{disrupted, readyNotBack, seenBack}, "p01")), "1")
+		plan := next(t, fleet(2, each([]opt{disrupted, readyNotBack}, "p01")), "1")
 		u, ok := update(t, plan, "p01")
 		if !ok {
 			t.Fatalf("p01 not updated (held %+v)", plan.Held)
@@ -1150,7 +1131,7 @@ func TestSeenBack(t *testing.T) {
 		}
 	})
 	t.Run("ready again, a restart takes a slot: none left with p02 down", func(t *testing.T) {
-		pods := fleet(2, merge(each([]opt{disrupted, readyNotBack, seenBack}, "p01"), each([]opt{disrupted, notReady}, "p02")))
+		pods := fleet(2, merge(each([]opt{disrupted, readyNotBack}, "p01"), each([]opt{disrupted, notReady}, "p02")))
 		plan := next(t, pods, "1")
 		if _, ok := update(t, plan, "p01"); ok {
 			t.Errorf("p01 restarted beside p02, maxUnavailable 1: %+v", plan.Updates)

@@ -3,6 +3,7 @@ package rollout
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -263,7 +264,7 @@ func TestResizeAfterLostResize(t *testing.T) {
 	// was deleted (and would never record it back).
 	state, _ := revision.Decode(pod.Annotations)
 	for _, latestHashes := range []map[string]string{{setName: latest.Hash}, {}} {
-		if Disrupted(pod, state, latestHashes) {
+		if Disrupted(pod, state, latestHashes, time.Time{}) {
 			t.Errorf("Disrupted with sets %v: a ready pod back but for its resize spends a budget", latestHashes)
 		}
 	}

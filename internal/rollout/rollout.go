@@ -24,7 +24,10 @@
 package rollout
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -57,6 +60,13 @@ type Latest struct {
 	// sets it from the set's history. Without it, a pod reaches this
 	// revision in place only when their ImagelessHash is the same.
 	ResizableFrom map[string]bool
+	// MinReadySeconds is updateStrategy.minReadySeconds, kept in the
+	// record of each write (revision.Write).
+	MinReadySeconds int32
+	// Now is when pods are judged: a pod written while Ready counts as
+	// disrupted until it has been Ready for its write's minReadySeconds by
+	// then. The caller sets it; zero releases no pod that waits for one.
+	Now time.Time
 }
 
 // NewLatest returns the latest revision of set.
@@ -89,6 +99,7 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 		Containers:            images,
 		Resources:             resources,
 		Hot:                   hot,
+		MinReadySeconds:       ptr.Deref(spec.UpdateStrategy.MinReadySeconds, 0),
 	}
 }
 

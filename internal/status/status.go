@@ -22,9 +22,27 @@ import (
 // Reasons of the Progressing, Complete and Stalled conditions. All three
 // carry the reason of the rollout's state; their statuses differ.
 const (
-	// ReasonComplete: every pod the strategy allows on the latest revision
-	// is there and ready, and none is updating.
+	// ReasonComplete: every selected pod is on the latest revision and
+	// ready past minReadySeconds, and none is updating.
 	ReasonComplete = "RolloutComplete"
+	// ReasonPartitionReached: every pod the partition lets move is on the
+	// latest revision and ready past minReadySeconds; the partition keeps
+	// the rest. Complete is True: the step is done.
+	ReasonPartitionReached = "PartitionReached"
+	// ReasonPodsNotReady: nothing is left to write or wait for but pods on
+	// the latest revision that were not ready before their write and are
+	// still not: the rollout does not wait for them, nor stall on them, and
+	// Complete is False until they are ready.
+	ReasonPodsNotReady = "PodsNotReady"
+	// ReasonPodsNeedRecreate: nothing is left to write or wait for but pods
+	// the partition lets move that cannot take the latest revision in
+	// place: Complete is False until they are recreated (`kubectl
+	// sidecarset restart NAME --not-upgradable`).
+	ReasonPodsNeedRecreate = "PodsNeedRecreate"
+	// ReasonPodsOnLostNodes: nothing is left to write or wait for but pods
+	// whose node is not Ready: they are written once it is back, and
+	// Complete is False until then.
+	ReasonPodsOnLostNodes = "PodsOnLostNodes"
 	// ReasonUpdating: the rollout is moving pods, within its deadline.
 	ReasonUpdating = "PodsUpdating"
 	// ReasonPaused: updateStrategy.paused stops the rollout short of
@@ -85,13 +103,19 @@ type Result struct {
 // Rollout work is what the rollout still has to do or wait for: candidates
 // the partition lets move (Plan.Due), pods it disrupted that are not back
 // (rollout.Pod.Disrupting), and writes not complete yet in pods that run
-// (rollout.Pod.Updating, not Pending). The rollout is Complete when there is
-// none. What is not rollout work is reported, never waited on: pods that are
+// (rollout.Pod.Updating, not Pending); a pod the rollout restarted counts
+// as disrupted until it has been Ready for minReadySeconds. What is not
+// rollout work is reported, never waited on nor stalled on: pods that are
 // not ready for reasons of their own (a crash-looping app, a pod written
 // while not ready that stays so, a new pod still Pending), pods that are not
 // upgradable, ordinary init containers whose new image reaches new pods
-// only. Under type NotUpdate only writes still in flight are work. Being
-// paused does not keep a rollout from being complete.
+// only. The rollout is Complete when there is no work and every pod the
+// partition lets move is on the latest revision and ready past
+// minReadySeconds (rollout.Pod.Available): pods not ready and pods that
+// need a recreate keep it short of Complete, with the reason PodsNotReady
+// or PodsNeedRecreate, and Progressing False. Under type NotUpdate only
+// writes still in flight are work. Being paused does not keep a rollout
+// from being complete.
 //
 // Progress is any of:
 //
@@ -125,6 +149,9 @@ type Result struct {
 //
 //	state                          Progressing                    Complete               Stalled
 //	complete                       False RolloutComplete          True RolloutComplete   False RolloutComplete
+//	complete, the partition keeps  False PartitionReached         True PartitionReached  False PartitionReached
+//	no work, pods not ready left   False PodsNotReady             False PodsNotReady     False PodsNotReady
+//	no work, recreates left        False PodsNeedRecreate         False PodsNeedRecreate False PodsNeedRecreate
 //	paused, not complete           False Paused                   False Paused           False Paused (True as it was, after a stall)
 //	NotUpdate, pods still updating False NotUpdate                False NotUpdate        False NotUpdate
 //	active, within deadline        True PodsUpdating              False PodsUpdating     False PodsUpdating
@@ -132,18 +159,18 @@ type Result struct {
 //
 // Worked cases, 12 ready pods, progressDeadlineSeconds 600:
 //
-//	partition 50%, 6 updated and ready                   → Complete True "6 of 12 pods updated and ready; partition keeps 6"
+//	partition 50%, 6 updated and ready                   → Complete True PartitionReached "6 of 12 pods updated and ready; partition keeps 6"
 //	partition 50%, 3 updated and ready, 1 updating, plan empty,
 //	  last progress 599s ago                             → Progressing True PodsUpdating, RecheckAfter 1s
 //	same, last progress 600s ago                         → Stalled True ProgressDeadlineExceeded, PauseRollout
 //	same, but updatedReadyPods grew from 2 to 3          → progress: lastProgressTime = now, not stalled
 //	stalled, then paused by the controller               → Progressing False Paused, Stalled still True, PauseRollout false
 //	paused after a stall, then resumed                   → restart: lastProgressTime = now, Stalled False
-//	complete, then a new pod's app crash-loops           → still Complete: the rollout did not disrupt it
+//	complete, then a new pod's app crash-loops           → Complete False PodsNotReady, no clock: the rollout did not disrupt it
 //	complete, then a pod written while ready goes unready → Progressing: the rollout cannot tell its sidecar
 //	                                                        from its app, waits for it, and stalls if it stays so
 //	partition 0, 12 updated, 2 of them written while not
-//	  ready and still not ready                          → Complete True "10 of 12 pods updated and ready; 2 updated but not ready"
+//	  ready and still not ready                          → Complete False PodsNotReady "10 of 12 pods updated and ready; 2 updated but not ready"
 //
 // Conditions are set with meta.SetStatusCondition on a copy of the previous
 // ones: LastTransitionTime moves only when a condition's status changes, and
@@ -161,6 +188,7 @@ func Compute(in Input) Result {
 		SkippedPods:        in.Skipped,
 		CompletedRevision:  prev.CompletedRevision,
 	}
+	var c counts
 	// Pods that only a PodDisruptionBudget, another set's rollout or
 	// someone else's change the kubelet has not acted on holds are not the
 	// rollout's failure: the budget is spent by others, or allows nothing;
@@ -175,9 +203,10 @@ func Compute(in Input) Result {
 		switch h.Reason {
 		case rollout.HeldByDisruptionBudget, rollout.HeldByOtherRollout, rollout.HeldChangeInFlight:
 			heldByOthers[h.Pod] = true
+		case rollout.HeldNodeLost:
+			c.nodeLost++
 		}
 	}
-	var c counts
 	// failingPods: pods in flight that others alone do not hold.
 	failingPods := 0
 	for _, p := range in.Pods {
@@ -187,7 +216,7 @@ func Compute(in Input) Result {
 		if p.Ready {
 			st.ReadyPods++
 		}
-		if p.Updated && p.Ready {
+		if p.Updated && p.Available {
 			st.UpdatedReadyPods++
 		}
 		if !p.Upgradable {
@@ -204,6 +233,8 @@ func Compute(in Input) Result {
 			c.updating++
 		case p.Updated && !p.Ready:
 			c.updatedNotReady++
+		case p.Updated && !p.Available:
+			c.minReady++
 		}
 		if p.Awaited() {
 			c.inFlight++
@@ -215,14 +246,16 @@ func Compute(in Input) Result {
 
 	notUpdate := in.Strategy.Type == v1alpha1.NotUpdateStrategy
 	active := !notUpdate && !in.Strategy.Paused
-	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > 0)
-	complete := !work
+	// Due pods on lost nodes are not waited for: they go when it is back.
+	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > c.nodeLost)
+	left := leftOver(in.Pods, sc, c)
+	complete := !work && (notUpdate || left == "")
 	// Due pods that others alone hold, in flight or not, are no failure.
 	// heldByOthers may also name a drifted pod to revert, which is not due:
 	// that can hide only a due pod held for a reason of the rollout's own,
 	// maxUnavailable or its own write in flight, and then a pod it is
 	// waiting for is failing already.
-	failing := failingPods > 0 || (!notUpdate && in.Plan.Due > len(heldByOthers))
+	failing := failingPods > 0 || (!notUpdate && in.Plan.Due > len(heldByOthers)+c.nodeLost)
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
@@ -242,7 +275,7 @@ func Compute(in Input) Result {
 	if s := in.Strategy.ProgressDeadlineSeconds; s != nil {
 		deadline = time.Duration(*s) * time.Second
 	}
-	var left time.Duration
+	var due time.Duration
 	if failing && active {
 		// The clock runs only while there is work: a set with nothing to do
 		// cannot stall, however long it stays so.
@@ -251,9 +284,9 @@ func Compute(in Input) Result {
 			last = *p
 		}
 		st.LastProgressTime = &last
-		left = deadline - now.Sub(last.Time)
+		due = deadline - now.Sub(last.Time)
 	}
-	stalled := active && failing && (left <= 0 || (prevStalled && !progressed))
+	stalled := active && failing && (due <= 0 || (prevStalled && !progressed))
 
 	shown := sc
 	prefix := ""
@@ -265,8 +298,12 @@ func Compute(in Input) Result {
 	summary := prefix + summarize(st, shown, c, in.Plan.Held, in.Strategy.Selector != nil)
 	var reason, message string
 	switch {
+	case complete && sc.Partition > 0 && !notUpdate:
+		reason, message = ReasonPartitionReached, summary
 	case complete:
 		reason, message = ReasonComplete, summary
+	case !work && !notUpdate:
+		reason, message = left, summary
 	case stalled:
 		reason, message = ReasonProgressDeadlineExceeded, fmt.Sprintf(
 			"no progress within progressDeadlineSeconds (%ds): %s", int64(deadline/time.Second), summary)
@@ -277,7 +314,7 @@ func Compute(in Input) Result {
 	default:
 		reason, message = ReasonUpdating, summary
 		if failing {
-			res.RecheckAfter = left
+			res.RecheckAfter = due
 		}
 	}
 	res.PauseRollout = stalled
@@ -293,7 +330,7 @@ func Compute(in Input) Result {
 			Message:            msg,
 		})
 	}
-	set(v1alpha1.ConditionProgressing, !complete && active && !stalled, reason, message)
+	set(v1alpha1.ConditionProgressing, work && active && !stalled, reason, message)
 	set(v1alpha1.ConditionComplete, complete, reason, message)
 	if prevStalled && !active && !complete && sameRevision {
 		// A rollout paused because it stalled still says why it stopped.
@@ -304,6 +341,24 @@ func Compute(in Input) Result {
 	}
 	res.Status = st
 	return res
+}
+
+// leftOver returns, when the rollout has nothing left to write or wait for,
+// why it is not complete: the reason of pods it does not wait for that
+// keep it short of every pod the partition lets move being on the latest
+// revision and ready past minReadySeconds (pods not ready since before
+// their write, first; then pods that need a recreate), or "" when none do.
+func leftOver(pods []rollout.Pod, sc rollout.Scope, c counts) string {
+	if c.nodeLost > 0 {
+		return ReasonPodsOnLostNodes
+	}
+	if c.updatedNotReady > 0 {
+		return ReasonPodsNotReady
+	}
+	if sc.Updated < sc.Target && slices.ContainsFunc(pods, func(p rollout.Pod) bool { return !p.Upgradable && !p.Updated }) {
+		return ReasonPodsNeedRecreate
+	}
+	return ""
 }
 
 // movesPods reports whether updates move a pod: settling a record is
@@ -333,11 +388,16 @@ type counts struct {
 	// updating: a write not complete; updatedNotReady: on the latest
 	// revision, complete, not ready.
 	updating, updatedNotReady int
+	// minReady: on the latest revision, ready, not for minReadySeconds
+	// yet.
+	minReady int
 	// inFlight: pods the rollout waits for (disrupted, or running with a
 	// write not complete).
 	inFlight int
 	// staleInit: pods whose ordinary init containers ran an older image.
 	staleInit int
+	// nodeLost: pods held because their node is not Ready.
+	nodeLost int
 }
 
 // summarize spells the counts for a human, e.g.
@@ -353,6 +413,9 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	}
 	if c.updating > 0 {
 		parts = append(parts, fmt.Sprintf("%d updating", c.updating))
+	}
+	if c.minReady > 0 {
+		parts = append(parts, fmt.Sprintf("%d ready for less than minReadySeconds", c.minReady))
 	}
 	if c.updatedNotReady > 0 {
 		parts = append(parts, fmt.Sprintf("%d updated but not ready", c.updatedNotReady))
@@ -374,6 +437,9 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	}
 	if n := heldBy(held, rollout.HeldByOtherRollout); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d down for another SidecarSet's rollout", n))
+	}
+	if c.nodeLost > 0 {
+		parts = append(parts, fmt.Sprintf("%d on nodes that are not Ready", c.nodeLost))
 	}
 	if n := heldBy(held, rollout.HeldChangeInFlight); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d wait for the kubelet to act on an image changed by someone else", n))

@@ -72,6 +72,7 @@ func fleet(total int, m mix) []rollout.Pod {
 		if i >= total-m.Drifted {
 			p.Drifted = []string{"exporter"}
 		}
+		p.Available = p.Ready
 		pods = append(pods, p)
 	}
 	return pods
@@ -133,7 +134,7 @@ func budgetOverTwo(allowed, spent int32) map[types.NamespacedName][]rollout.Budg
 
 // owesResize makes p's write in flight one that lacks only its resize.
 func owesResize(p *rollout.Pod) {
-	p.Updating, p.Ready = true, false
+	p.Updating, p.Ready, p.Available = true, false, false
 	p.Containers[0].ResizeOwed = true
 	p.ResizeOwed = []rollout.ContainerResources{{Name: "exporter"}}
 }
@@ -172,9 +173,9 @@ func TestCompute(t *testing.T) {
 			previous: statusOf(12, 6, 12, 5, progressing),
 			want: Result{
 				Status: statusOf(12, 6, 12, 6, conds(
-					cond{no, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
-					cond{yes, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
-					cond{no, ReasonComplete, "6 of 12 pods updated and ready; partition keeps 6", hourAgo})),
+					cond{no, ReasonPartitionReached, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
+					cond{yes, ReasonPartitionReached, "6 of 12 pods updated and ready; partition keeps 6", nowSec},
+					cond{no, ReasonPartitionReached, "6 of 12 pods updated and ready; partition keeps 6", hourAgo})),
 			},
 		},
 		{
@@ -384,13 +385,13 @@ func TestCompute(t *testing.T) {
 			}(),
 			want: Result{
 				Status: statusOf(12, 2, 12, 2, conds(
-					cond{no, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
-					cond{yes, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
-					cond{no, ReasonComplete, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec})),
+					cond{no, ReasonPartitionReached, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
+					cond{yes, ReasonPartitionReached, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec},
+					cond{no, ReasonPartitionReached, "2 of 4 selected pods updated and ready; partition keeps 2", nowSec})),
 			},
 		},
 		{
-			name:     "not upgradable pods are reported, not waited on",
+			name:     "not upgradable pods are reported, not waited on, and keep it from completing",
 			pods:     fleet(4, mix{UpdatedReady: 3, NotUpgradable: 1}),
 			strategy: rolling("0"),
 			previous: statusOf(4, 3, 4, 3, conds(
@@ -399,9 +400,9 @@ func TestCompute(t *testing.T) {
 			want: Result{
 				Status: func() v1alpha1.SidecarSetStatus {
 					s := statusOf(4, 3, 4, 3, conds(
-						cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", nowSec},
-						cond{yes, ReasonComplete, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", nowSec},
-						cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo}))
+						cond{no, ReasonPodsNeedRecreate, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", nowSec},
+						cond{no, ReasonPodsNeedRecreate, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo},
+						cond{no, ReasonPodsNeedRecreate, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo}))
 					s.NotUpgradablePods = 1
 					return s
 				}(),
@@ -410,32 +411,51 @@ func TestCompute(t *testing.T) {
 		{
 			// Defect: pods written while not ready held the rollout for
 			// ever; they are reported, not waited on.
-			name:         "pods written while not ready and still so do not keep it from completing",
+			name:         "pods written while not ready and still so are not waited on, and keep it from completing",
 			pods:         fleet(12, mix{UpdatedReady: 10, WrittenNotReady: 2}),
 			strategy:     rolling("0"),
 			previous:     statusOf(12, 12, 10, 10, progressing),
 			lastProgress: ago(time.Hour),
 			want: Result{
 				Status: statusOf(12, 12, 10, 10, conds(
-					cond{no, ReasonComplete, "10 of 12 pods updated and ready; 2 updated but not ready", nowSec},
-					cond{yes, ReasonComplete, "10 of 12 pods updated and ready; 2 updated but not ready", nowSec},
-					cond{no, ReasonComplete, "10 of 12 pods updated and ready; 2 updated but not ready", hourAgo})),
+					cond{no, ReasonPodsNotReady, "10 of 12 pods updated and ready; 2 updated but not ready", nowSec},
+					cond{no, ReasonPodsNotReady, "10 of 12 pods updated and ready; 2 updated but not ready", hourAgo},
+					cond{no, ReasonPodsNotReady, "10 of 12 pods updated and ready; 2 updated but not ready", hourAgo})),
 			},
 		},
 		{
 			// Defect: a stall outside a rollout. A new pod that is not
 			// ready (injected, never written) is no rollout work: no clock,
 			// no stall, however long ago the last progress was.
-			name:         "a complete set with a new pod that is not ready stays complete",
+			name:         "a complete set with a new pod that is not ready does not stall, and is not complete",
 			pods:         append(fleet(3, mix{UpdatedReady: 3}), rollout.Pod{Key: types.NamespacedName{Namespace: "db", Name: "p04"}, Updated: true, Upgradable: true}),
 			strategy:     rolling("0"),
 			previous:     statusOf(4, 4, 3, 3, conds(cond{no, ReasonComplete, "", hourAgo}, cond{yes, ReasonComplete, "", hourAgo}, cond{no, ReasonComplete, "", hourAgo})),
 			lastProgress: ago(2 * time.Hour),
 			want: Result{
 				Status: statusOf(4, 4, 3, 3, conds(
-					cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo},
-					cond{yes, ReasonComplete, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo},
-					cond{no, ReasonComplete, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo})),
+					cond{no, ReasonPodsNotReady, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo},
+					cond{no, ReasonPodsNotReady, "3 of 4 pods updated and ready; 1 updated but not ready", nowSec},
+					cond{no, ReasonPodsNotReady, "3 of 4 pods updated and ready; 1 updated but not ready", hourAgo})),
+			},
+		},
+		{
+			// Defect: a pod on a lost node was written, never acted on,
+			// and the rollout stalled and paused itself.
+			name: "a due pod on a lost node is not waited on, and keeps it from completing",
+			pods: func() []rollout.Pod {
+				ps := fleet(3, mix{UpdatedReady: 2})
+				ps[2].NodeLost, ps[2].PodReady, ps[2].Ready, ps[2].Available = true, false, false, false
+				return ps
+			}(),
+			strategy:     rolling("0"),
+			previous:     statusOf(3, 2, 2, 2, progressing),
+			lastProgress: ago(time.Hour),
+			want: Result{
+				Status: statusOf(3, 2, 2, 2, conds(
+					cond{no, ReasonPodsOnLostNodes, "2 of 3 pods updated and ready; 1 on nodes that are not Ready", nowSec},
+					cond{no, ReasonPodsOnLostNodes, "2 of 3 pods updated and ready; 1 on nodes that are not Ready", hourAgo},
+					cond{no, ReasonPodsOnLostNodes, "2 of 3 pods updated and ready; 1 on nodes that are not Ready", hourAgo})),
 			},
 		},
 		{

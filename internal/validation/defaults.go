@@ -15,7 +15,11 @@ import (
 // schema.
 const (
 	DefaultProgressDeadlineSeconds int32 = 600
-	DefaultRevisionHistoryLimit    int32 = 10
+	// DefaultMinReadySeconds covers a new sidecar image that crashes or
+	// fails its first probes within seconds of starting, the commonest
+	// failure of a sidecar rollout, at the cost of 10 s per step.
+	DefaultMinReadySeconds      int32 = 10
+	DefaultRevisionHistoryLimit int32 = 10
 )
 
 // Default fills in set every field left unset that has a default, in place.
@@ -56,6 +60,9 @@ func Default(set *v1alpha1.SidecarSet) {
 	}
 	if us.ProgressDeadlineSeconds == nil {
 		us.ProgressDeadlineSeconds = ptr.To(DefaultProgressDeadlineSeconds)
+	}
+	if us.MinReadySeconds == nil {
+		us.MinReadySeconds = ptr.To(DefaultMinReadySeconds)
 	}
 	if spec.DriftPolicy == "" {
 		spec.DriftPolicy = v1alpha1.DriftReport

@@ -254,6 +254,21 @@ func validateUpdateStrategy(us *v1alpha1.UpdateStrategy, fld *field.Path) field.
 	if d := us.ProgressDeadlineSeconds; d != nil && *d < 1 {
 		errs = append(errs, field.Invalid(fld.Child("progressDeadlineSeconds"), *d, "must be at least 1 second"))
 	}
+	if m := us.MinReadySeconds; m != nil {
+		deadline := DefaultProgressDeadlineSeconds
+		if d := us.ProgressDeadlineSeconds; d != nil {
+			deadline = *d
+		}
+		switch {
+		case *m < 0:
+			errs = append(errs, field.Invalid(fld.Child("minReadySeconds"), *m, "must be greater than or equal to 0"))
+		case *m >= deadline:
+			// As Deployment requires: every pod would wait past the
+			// deadline, and every rollout would stall.
+			errs = append(errs, field.Invalid(fld.Child("minReadySeconds"), *m, fmt.Sprintf(
+				"must be less than progressDeadlineSeconds (%d): each pod waits this long, and the rollout would stall", deadline)))
+		}
+	}
 	errs = append(errs, validatePriority(us.PriorityStrategy, fld.Child("priorityStrategy"))...)
 	return append(errs, validateScatter(us.ScatterStrategy, fld.Child("scatterStrategy"))...)
 }

@@ -263,6 +263,24 @@ func TestValidateCreateInvalid(t *testing.T) {
 			want:   err(field.ErrorTypeInvalid, "spec.updateStrategy.progressDeadlineSeconds"),
 		},
 		{
+			name:   "minReadySeconds negative",
+			modify: func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MinReadySeconds = ptr.To[int32](-1) },
+			want:   err(field.ErrorTypeInvalid, "spec.updateStrategy.minReadySeconds"),
+		},
+		{
+			name: "minReadySeconds not below progressDeadlineSeconds",
+			modify: func(s *v1alpha1.SidecarSet) {
+				s.Spec.UpdateStrategy.MinReadySeconds = ptr.To[int32](60)
+				s.Spec.UpdateStrategy.ProgressDeadlineSeconds = ptr.To[int32](60)
+			},
+			want: err(field.ErrorTypeInvalid, "spec.updateStrategy.minReadySeconds"),
+		},
+		{
+			name:   "minReadySeconds not below the default progressDeadlineSeconds",
+			modify: func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MinReadySeconds = ptr.To[int32](600) },
+			want:   err(field.ErrorTypeInvalid, "spec.updateStrategy.minReadySeconds"),
+		},
+		{
 			name: "priorityStrategy with both weightPriority and orderPriority",
 			modify: func(s *v1alpha1.SidecarSet) {
 				s.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{

@@ -146,6 +146,9 @@ func newRolloutHarness(ctx context.Context, env *testenv.Env, sc rolloutScale, l
 		Spec: v1alpha1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": rolloutSet}},
 			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: "exporter:v1"}}},
+			// The baseline's raw patches wait for no pod: neither does
+			// the controller, so that the two compare.
+			UpdateStrategy: v1alpha1.UpdateStrategy{MinReadySeconds: ptr.To[int32](0)},
 		},
 	}
 	if err := h.admin.Create(ctx, set); err != nil {

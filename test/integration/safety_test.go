@@ -14,6 +14,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/fixture"
+	"github.com/sidecarset/sidecarset/internal/status"
 )
 
 // watchStatusAgainstPods keeps the largest value of count seen over the
@@ -185,8 +186,9 @@ func TestUndoAfterFailedPull(t *testing.T) {
 
 // TestNeverReadyPods is the seed's scenario with two of twelve pods whose
 // app never gets ready: they go first and hold no maxUnavailable slot,
-// neither when written nor afterwards, so the rollout completes one ready
-// pod at a time without stalling.
+// neither when written nor afterwards, so the rollout moves one ready pod at
+// a time without stalling. It ends not Complete but PodsNotReady, naming
+// them: they are not waited on, and not called ready either.
 func TestNeverReadyPods(t *testing.T) {
 	const pods = 12
 	f := newFixture(t)
@@ -206,9 +208,17 @@ func TestNeverReadyPods(t *testing.T) {
 	})
 
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
-	st := f.WaitStatus("complete with the two never-ready pods reported", func(s v1alpha1.SidecarSetStatus) bool {
-		return fixture.Condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue && s.UpdatedPods == pods && s.UpdatedReadyPods == pods-2
+	st := f.WaitStatus("done but for the two never-ready pods, reported", func(s v1alpha1.SidecarSetStatus) bool {
+		c := fixture.SetCondition(s, v1alpha1.ConditionComplete)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == status.ReasonPodsNotReady &&
+			s.UpdatedPods == pods && s.UpdatedReadyPods == pods-2
 	})
+	if c := fixture.Condition(st, v1alpha1.ConditionProgressing); c != metav1.ConditionFalse {
+		t.Errorf("Progressing %s with nothing left to do, want False", c)
+	}
+	if msg := fixture.SetCondition(st, v1alpha1.ConditionComplete).Message; !strings.Contains(msg, "2 updated but not ready") {
+		t.Errorf("Complete's message %q does not count the 2 pods not ready", msg)
+	}
 	if c := fixture.Condition(st, v1alpha1.ConditionStalled); c != metav1.ConditionFalse {
 		t.Errorf("Stalled %s, want False", c)
 	}
