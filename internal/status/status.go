@@ -199,6 +199,9 @@ func Compute(in Input) Result {
 		if len(p.StaleInit) > 0 {
 			c.staleInit++
 		}
+		if len(p.Rewritten(in.Latest)) > 0 {
+			c.rewritten++
+		}
 		switch {
 		case p.Updating:
 			c.updating++
@@ -338,6 +341,9 @@ type counts struct {
 	inFlight int
 	// staleInit: pods whose ordinary init containers ran an older image.
 	staleInit int
+	// rewritten: pods that run images admission rewrote from the declared
+	// ones (rollout.Pod.Rewritten).
+	rewritten int
 }
 
 // summarize spells the counts for a human, e.g.
@@ -362,6 +368,9 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	}
 	if st.NotUpgradablePods > 0 {
 		parts = append(parts, fmt.Sprintf("%d not upgradable (need a recreate)", st.NotUpgradablePods))
+	}
+	if c.rewritten > 0 {
+		parts = append(parts, fmt.Sprintf("%d run sidecar images admission rewrote from the declared ones", c.rewritten))
 	}
 	var blocked int
 	for _, h := range held {
