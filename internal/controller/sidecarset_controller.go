@@ -43,6 +43,7 @@ const (
 	ReasonSidecarUpdateFailed = "SidecarUpdateFailed"
 	ReasonDriftReverted       = "DriftReverted"
 	ReasonDrifted             = "SidecarDrifted"
+	ReasonImageRewritten      = "SidecarImageRewritten"
 	ReasonNotUpgradable       = "PodsNotUpgradable"
 	ReasonRolloutStarted      = status.EventRolloutStarted
 	ReasonRolloutStep         = "RolloutStep"

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,13 +31,14 @@ import (
 // (maxUnavailable 100%) wait on round trips.
 func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest string, updates []rollout.PodUpdate, pods map[types.NamespacedName]*corev1.Pod) []rollout.PodUpdate {
 	landed := make([]bool, len(updates))
+	rewrites := make([][]rollout.Rewrite, len(updates))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, concurrentPodWrites)
 	for i, u := range updates {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			landed[i] = r.applyOne(ctx, set, pods[u.Pod], u)
+			landed[i], rewrites[i] = r.applyOne(ctx, set, pods[u.Pod], u)
 		})
 	}
 	wg.Wait()
@@ -51,6 +54,7 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.SidecarSet, latest
 			}
 		}
 	}
+	r.tellRewrites(set, updates, rewrites, pods)
 	if len(names) > 0 {
 		// The related object is the step's first pod. The events library
 		// folds an event into an earlier one alike in object, reason,
@@ -139,19 +143,20 @@ func stepMessage(revision string, names []string) string {
 // so an event per pod would queue, in a step over a thousand pods, a
 // thousand event writes ahead of the pod writes that follow. A drift
 // revert, one per hand edit, is still told on the pod.
-func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, u rollout.PodUpdate) bool {
+func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, u rollout.PodUpdate) (bool, []rollout.Rewrite) {
 	log := ctrl.LoggerFrom(ctx)
-	if err := r.writePod(ctx, set, pod, u); err != nil {
+	rewrites, err := r.writePod(ctx, set, pod, u)
+	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// The cache was behind: the pod changed or went away since.
 			// Its watch event brings the set back with the new pod.
 			log.V(1).Info("pod changed before the update; will retry", "pod", klog.KObj(pod), "err", err.Error())
-			return false
+			return false, nil
 		}
 		log.Error(err, "update sidecar images", "pod", klog.KObj(pod))
 		r.Recorder.Eventf(pod, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Update",
 			"update sidecars of %s: %v", set.Name, err)
-		return false
+		return false, nil
 	}
 	if u.Action == rollout.ActionRevertDrift {
 		images := make([]string, len(u.Containers))
@@ -161,13 +166,14 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 		r.Recorder.Eventf(pod, set, corev1.EventTypeNormal, ReasonDriftReverted, "Update",
 			"SidecarSet %s wrote back %s", set.Name, strings.Join(images, ", "))
 	}
-	return true
+	return true, rewrites
 }
 
 // writePod patches the images of u's containers and the set's record in one
 // request. The patch carries the pod's resourceVersion: if the cache was
 // stale the apiserver refuses it, so a pod is never written twice from one
-// stale view.
+// stale view. When admission stored other images than those written, a
+// second write records what it stored (recordStored).
 //
 // A resize follows, through the pods/resize subresource (the only way to
 // change a running pod's resources, and one that takes nothing else). It
@@ -181,7 +187,7 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // plan write it again (rollout.ActionResize); one written alone carries the
 // cached resourceVersion, after the record when the plan counts it as a
 // new disruption.
-func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) error {
+func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) ([]rollout.Rewrite, error) {
 	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	resized := rollout.Resize(cached, u)
@@ -201,35 +207,125 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 	}
 	if len(u.Resize) > 0 && u.WritesRecord() {
 		if err := resize(client.DryRunAll); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	var rewrites []rollout.Rewrite
 	if u.WritesRecord() {
-		written, _, err := rollout.Apply(cached, set.Name, u.Stamped(r.Clock.Now()), r.Clock.Now())
+		u = u.Stamped(r.Clock.Now())
+		written, _, err := rollout.Apply(cached, set.Name, u, r.Clock.Now())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		patch, err := recordPatch(cached, written)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := r.Client.Patch(ctx, written, patch); err != nil {
-			return fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
+			return nil, fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
 		}
+		rewrites = r.recordStored(ctx, set.Name, written, u)
 		r.expect(set.Name, written)
 	}
 	if len(u.Resize) == 0 {
-		return nil
+		return rewrites, nil
 	}
 	if err := resize(); err != nil {
 		if !u.WritesRecord() {
-			return err
+			return nil, err
 		}
 		ctrl.LoggerFrom(ctx).Error(err, "resize after the record landed; a later reconcile writes it again", "pod", klog.KObj(cached))
 		r.Recorder.Eventf(cached, set, corev1.EventTypeWarning, ReasonSidecarUpdateFailed, "Resize",
 			"resize sidecars of %s: %v", set.Name, err)
 	}
-	return nil
+	return rewrites, nil
+}
+
+// recordStored records, into pod as the apiserver returned it from u's
+// write, the images it stored in place of those written
+// (rollout.RecordStored), and returns those it recorded; pod then holds
+// what the apiserver returned again. The patch tests that the pod still
+// carries the record and the images it is made from, rather than its
+// resourceVersion: the kubelet's status writes, which follow the write at
+// once, do not refuse it, and anything else does. A record that did not
+// land leaves the pod drifted, to be written again by a later reconcile,
+// which tries again.
+func (r *Reconciler) recordStored(ctx context.Context, setName string, pod *corev1.Pod, u rollout.PodUpdate) []rollout.Rewrite {
+	rec, rewrites := rollout.RecordStored(u, pod)
+	if len(rewrites) == 0 {
+		return nil
+	}
+	patch, err := storedPatch(pod, setName, rec, rewrites)
+	if err == nil {
+		err = r.Client.Patch(ctx, pod, patch)
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "record the images admission stored in place of those written", "pod", klog.KObj(pod))
+		return nil
+	}
+	return rewrites
+}
+
+// storedPatch returns the JSON patch that writes rec as setName's record
+// into pod if pod's state annotation and the images of rewrites' containers
+// are still as in pod.
+func storedPatch(pod *corev1.Pod, setName string, rec revision.SetState, rewrites []rollout.Rewrite) (client.Patch, error) {
+	value, err := revision.Put(maps.Clone(pod.Annotations), setName, rec)
+	if err != nil {
+		return nil, fmt.Errorf("record the images stored in %s: %w", klog.KObj(pod), err)
+	}
+	state := "/metadata/annotations/" + strings.ReplaceAll(v1alpha1.AnnotationState, "/", "~1")
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value string `json:"value"`
+	}
+	ops := []op{{"test", state, pod.Annotations[v1alpha1.AnnotationState]}}
+	for _, rw := range rewrites {
+		named := func(c corev1.Container) bool { return c.Name == rw.Container }
+		list, i := "containers", slices.IndexFunc(pod.Spec.Containers, named)
+		if i < 0 {
+			list, i = "initContainers", slices.IndexFunc(pod.Spec.InitContainers, named)
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("record the images stored in %s: no container %s", klog.KObj(pod), rw.Container)
+		}
+		at := fmt.Sprintf("/spec/%s/%d/", list, i)
+		ops = append(ops, op{"test", at + "name", rw.Container}, op{"test", at + "image", rw.Stored})
+	}
+	ops = append(ops, op{"replace", state, value})
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("record the images stored in %s: %w", klog.KObj(pod), err)
+	}
+	return client.RawPatch(types.JSONPatchType, data), nil
+}
+
+// tellRewrites tells, in one event on the set, the images the apiserver
+// stored in place of those that updates wrote (rewrites, by update), as
+// admission rewrote them, and the pods. They are recorded as stored
+// (recordStored), so each pod is told once per revision, not at every
+// write. The related object is the first such pod, as in RolloutStep.
+func (r *Reconciler) tellRewrites(set *v1alpha1.SidecarSet, updates []rollout.PodUpdate, rewrites [][]rollout.Rewrite, pods map[types.NamespacedName]*corev1.Pod) {
+	var images, names []string
+	var first *corev1.Pod
+	for i, u := range updates {
+		for _, rw := range rewrites[i] {
+			if image := fmt.Sprintf("%s %s as %s", rw.Container, rw.Written, rw.Stored); !slices.Contains(images, image) {
+				images = append(images, image)
+			}
+		}
+		if len(rewrites[i]) > 0 {
+			names = append(names, u.Pod.String())
+			first = cmp.Or(first, pods[u.Pod])
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	r.Recorder.Eventf(set, first, corev1.EventTypeWarning, ReasonImageRewritten, "Update",
+		"admission stored other images than the controller wrote (%s): recorded as stored, written again only for a new revision, in %d pod(s): %s",
+		strings.Join(images, ", "), len(names), podList(names))
 }
 
 // recordPatch returns the strategic merge patch from cached to written, a

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,4 +152,74 @@ func RecordAdmitted(state revision.State, pod *corev1.Pod) (revision.State, bool
 		out[set] = rec
 	}
 	return out, changed
+}
+
+// Rewrite is an image the apiserver stored in place of the one a write of
+// the controller gave it.
+type Rewrite struct {
+	// Container is the sidecar's name in the pod.
+	Container string
+	// Written is the image written; Stored the one the apiserver stored.
+	Written, Stored string
+}
+
+// RecordStored returns the record u wrote with, for each container u wrote,
+// the image the apiserver stored instead when admission rewrote it into
+// drift (not SameImage: a registry mirror by tag, as Kyverno's
+// replace-registry or a MutatingAdmissionPolicy do on UPDATE), and those
+// rewrites; none when every image was stored as written or as one that
+// means it. stored is the pod the apiserver returned from u's write.
+//
+// The controller writes the record again when there are any: recorded as
+// written, the image stored is drift from the controller's own write, and
+// driftPolicy Revert would write it back at once, to be stored as the
+// mirror again, for ever. Recorded as stored, the pod is not drifted, and
+// it is written again only for a revision whose image it does not carry
+// (updateOf), which admission may rewrite again, once. It is RecordAdmitted's
+// rule at creation: what admission made of a write is what was written.
+// The input is not modified.
+//
+// Worked cases, u writes exporter:v1:
+//
+//	stored                        record                       rewrites
+//	exporter:v1                   exporter:v1                  none
+//	exporter:v1@sha256:aaa…       exporter:v1                  none: it means what was written
+//	mirror.example/exporter:v1    mirror.example/exporter:v1   exporter:v1 as mirror.example/exporter:v1
+func RecordStored(u PodUpdate, stored *corev1.Pod) (revision.SetState, []Rewrite) {
+	rec := u.State
+	rec.Containers = slices.Clone(rec.Containers)
+	var rewrites []Rewrite
+	for _, w := range u.Containers {
+		spec, _, found := specContainer(stored, w.Name)
+		if !found || SameImage(w.Image, spec.Image) {
+			continue
+		}
+		rewrites = append(rewrites, Rewrite{Container: w.Name, Written: w.Image, Stored: spec.Image})
+		for i := range rec.Containers {
+			if rec.Containers[i].Name == w.Name {
+				rec.Containers[i].Image = spec.Image
+			}
+		}
+	}
+	return rec, rewrites
+}
+
+// Rewritten names the running sidecars of p, on the latest revision, whose
+// recorded image does not mean the declared one: the apiserver stored
+// another image than written, and admission's rewrite was recorded
+// (RecordAdmitted at creation, RecordStored after a write). On the latest
+// revision nothing else records another image: an update records the
+// declared one, whether it writes it or finds it in the spec.
+func (p Pod) Rewritten(latest Latest) []string {
+	if !p.Updated {
+		return nil
+	}
+	var out []string
+	for _, c := range p.Containers {
+		image, declared := latest.Containers[c.Name]
+		if c.Runs && c.Recorded.Hot == nil && declared && !SameImage(image, c.Recorded.Image) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -148,5 +150,123 @@ func TestRecordAdmittedDropsCopiedWrite(t *testing.T) {
 		Containers: []revision.ContainerState{{Name: "exporter", Image: "exporter:v2"}}}}
 	if diff := cmp.Diff(want, got); diff != "" || !changed {
 		t.Errorf("RecordAdmitted changed %v (-want +got):\n%s", changed, diff)
+	}
+}
+
+func TestRecordStored(t *testing.T) {
+	pinned := "exporter:v1@" + digest("exporter:v1")
+	rec := func(exporter, shipper string) revision.SetState {
+		return revision.SetState{Revision: "s-1", Hash: "h", Containers: []revision.ContainerState{
+			{Name: "exporter", Image: exporter, PreviousContainerID: "containerd://exporter-0"},
+			{Name: "shipper", Init: true, Image: shipper},
+		}}
+	}
+	written := []ContainerImage{{Name: "exporter", Image: "exporter:v1"}, {Name: "shipper", Init: true, Image: "fluent-bit:3.1"}}
+	tests := []struct {
+		name string
+		// containers are the ones the update writes.
+		containers       []ContainerImage
+		exporter, native string
+		want             revision.SetState
+		rewrites         []Rewrite
+	}{
+		// The worked cases of RecordStored's doc comment.
+		{
+			name: "stored as written", containers: written[:1],
+			exporter: "exporter:v1", native: "fluent-bit:3.1",
+			want: rec("exporter:v1", "fluent-bit:3.1"),
+		},
+		{
+			name: "pinned to its digest", containers: written[:1],
+			exporter: pinned, native: "fluent-bit:3.1",
+			want: rec("exporter:v1", "fluent-bit:3.1"),
+		},
+		{
+			name: "moved to a mirror by tag", containers: written[:1],
+			exporter: "mirror.example/exporter:v1", native: "fluent-bit:3.1",
+			want:     rec("mirror.example/exporter:v1", "fluent-bit:3.1"),
+			rewrites: []Rewrite{{Container: "exporter", Written: "exporter:v1", Stored: "mirror.example/exporter:v1"}},
+		},
+
+		{
+			name: "a native sidecar moved too", containers: written,
+			exporter: "exporter:v1", native: "mirror.example/fluent-bit:3.1",
+			want:     rec("exporter:v1", "mirror.example/fluent-bit:3.1"),
+			rewrites: []Rewrite{{Container: "shipper", Written: "fluent-bit:3.1", Stored: "mirror.example/fluent-bit:3.1"}},
+		},
+		{
+			// Someone else's, which Classify judges.
+			name: "a container not written differs", containers: written[:1],
+			exporter: "exporter:v1", native: "fluent-bit:hand",
+			want: rec("exporter:v1", "fluent-bit:3.1"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := injectedPod("p01", testSet("exporter:v1"))
+			pod.Spec.Containers[1].Image = tt.exporter
+			pod.Spec.InitContainers[0].Image = tt.native
+			u := PodUpdate{Pod: key("p01"), Action: ActionRevertDrift, Containers: tt.containers, State: rec("exporter:v1", "fluent-bit:3.1")}
+			got, rewrites := RecordStored(u, pod)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("record (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.rewrites, rewrites); diff != "" {
+				t.Errorf("rewrites (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(rec("exporter:v1", "fluent-bit:3.1"), u.State); diff != "" {
+				t.Errorf("RecordStored modified its input (-was +now):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRewritten: a pod on the latest revision whose record holds an image
+// admission stored in place of the declared one is told as rewritten; a
+// digest pin, an ordinary init container that keeps the image it ran, and
+// a pod on another revision are not.
+func TestRewritten(t *testing.T) {
+	v1 := testSet("exporter:v1")
+	v1.Spec.InitContainers = append(v1.Spec.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{Name: "setup", Image: "setup:v1"}})
+	latest := NewLatest(v1)
+	tests := []struct {
+		name    string
+		rewrite func(rec *revision.SetState, pod *corev1.Pod)
+		want    []string
+	}{
+		{"as declared", func(*revision.SetState, *corev1.Pod) {}, nil},
+		{"moved to a mirror by tag", func(rec *revision.SetState, pod *corev1.Pod) {
+			rec.Containers[0].Image = "mirror.example/exporter:v1"
+			pod.Spec.Containers[1].Image = "mirror.example/exporter:v1"
+		}, []string{"exporter"}},
+		{"a native sidecar moved", func(rec *revision.SetState, pod *corev1.Pod) {
+			rec.Containers[1].Image = "mirror.example/fluent-bit:3.1"
+			pod.Spec.InitContainers[0].Image = "mirror.example/fluent-bit:3.1"
+		}, []string{"shipper"}},
+		{"pinned to its digest", func(rec *revision.SetState, pod *corev1.Pod) {
+			rec.Containers[0].Image = "exporter:v1@" + digest("exporter:v1")
+			pod.Spec.Containers[1].Image = rec.Containers[0].Image
+		}, nil},
+		{"an ordinary init container keeps the image it ran", func(rec *revision.SetState, pod *corev1.Pod) {
+			rec.Containers[2].Image = "setup:v0"
+			pod.Spec.InitContainers[1].Image = "setup:v0"
+		}, nil},
+		{"on another revision", func(rec *revision.SetState, pod *corev1.Pod) {
+			rec.Hash = "other"
+			rec.Containers[0].Image = "mirror.example/exporter:v1"
+			pod.Spec.Containers[1].Image = "mirror.example/exporter:v1"
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := injectedPod("p01", v1)
+			rec := record(pod)
+			tt.rewrite(&rec, pod)
+			setRecord(pod, rec)
+			got := Classify(pod, rec, latest).Rewritten(latest)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Rewritten (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -228,6 +228,9 @@ func Compute(in Input) Result {
 		if len(p.StaleInit) > 0 {
 			c.staleInit++
 		}
+		if len(p.Rewritten(in.Latest)) > 0 {
+			c.rewritten++
+		}
 		switch {
 		case p.Updating:
 			c.updating++
@@ -398,6 +401,9 @@ type counts struct {
 	staleInit int
 	// nodeLost: pods held because their node is not Ready.
 	nodeLost int
+	// rewritten: pods that run images admission rewrote from the declared
+	// ones (rollout.Pod.Rewritten).
+	rewritten int
 }
 
 // summarize spells the counts for a human, e.g.
@@ -425,6 +431,9 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	}
 	if st.NotUpgradablePods > 0 {
 		parts = append(parts, fmt.Sprintf("%d not upgradable (need a recreate)", st.NotUpgradablePods))
+	}
+	if c.rewritten > 0 {
+		parts = append(parts, fmt.Sprintf("%d run sidecar images admission rewrote from the declared ones", c.rewritten))
 	}
 	var blocked int
 	for _, h := range held {

@@ -69,6 +69,10 @@ func fleet(total int, m mix) []rollout.Pod {
 		if i >= total-m.Drifted-m.WrittenNotReady && i < total-m.Drifted {
 			p.Updated, p.PodReady, p.Ready = true, false, false
 		}
+		if p.Updated {
+			// As the update wrote and recorded it.
+			p.Containers[0].Image, p.Containers[0].Recorded.Image = "exporter:v2", "exporter:v2"
+		}
 		if i >= total-m.Drifted {
 			p.Drifted = []string{"exporter"}
 		}
@@ -146,6 +150,7 @@ func TestCompute(t *testing.T) {
 		halfway  = "3 of 12 pods updated and ready; partition keeps 6; 1 updating"
 		stallMsg = "no progress within progressDeadlineSeconds (600s): " + halfway
 	)
+	const rewritten = "12 of 12 pods updated and ready; 2 run sidecar images admission rewrote from the declared ones"
 	progressing := conds(cond{yes, ReasonUpdating, halfway, hourAgo}, cond{no, ReasonUpdating, halfway, hourAgo}, cond{no, ReasonUpdating, halfway, hourAgo})
 	stalledConds := conds(cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo}, cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo}, cond{yes, ReasonProgressDeadlineExceeded, stallMsg, hourAgo})
 	paused := rolling("50%")
@@ -577,6 +582,24 @@ func TestCompute(t *testing.T) {
 					cond{no, ReasonProgressDeadlineExceeded, stallMsg, hourAgo},
 					cond{yes, ReasonProgressDeadlineExceeded, stallMsg, nowSec})),
 				PauseRollout: true,
+			},
+		},
+		{
+			name: "all updated and ready, 2 on an image admission moved to a mirror: complete, and told",
+			pods: func() []rollout.Pod {
+				pods := fleet(12, mix{UpdatedReady: 12})
+				for _, p := range pods[:2] {
+					p.Containers[0].Image, p.Containers[0].Recorded.Image = "mirror.example/exporter:v2", "mirror.example/exporter:v2"
+				}
+				return pods
+			}(),
+			strategy: rolling("0"),
+			previous: statusOf(12, 12, 12, 12, nil),
+			want: Result{
+				Status: statusOf(12, 12, 12, 12, conds(
+					cond{no, ReasonComplete, rewritten, nowSec},
+					cond{yes, ReasonComplete, rewritten, nowSec},
+					cond{no, ReasonComplete, rewritten, nowSec})),
 			},
 		},
 	}

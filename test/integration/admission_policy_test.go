@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +82,114 @@ func TestImageRewrittenByPolicy(t *testing.T) {
 				t.Errorf("%s events %v, want none", controller.ReasonDriftReverted, got)
 			}
 			f.AssertNothingRestarted()
+		})
+	}
+}
+
+// TestWriteRewrittenByPolicy: a MutatingAdmissionPolicy, added once the
+// pods run, moves exporter:v1 to a mirror by tag on update, as Kyverno's
+// replace-registry does. A write of exporter:v1 by the controller (the
+// revert of a hand edit, or an update to a revision that declares it) is
+// stored as the mirror's image: the controller records what was stored,
+// writes the pod no more, and says so once on the set. Before, the record
+// kept exporter:v1, the pod was drifted, and driftPolicy Revert wrote it
+// again at once, for ever, with a DriftReverted event each time.
+func TestWriteRewrittenByPolicy(t *testing.T) {
+	const (
+		pods   = 2
+		mirror = "mirror.example/exporter:v1"
+	)
+	tests := []struct {
+		name string
+		// from is the image the set declares when the pods are created.
+		from string
+		// write makes the controller write exporter:v1 into some pods.
+		write func(f *testFixture)
+		// rewritten are the pods written, each told once on the set.
+		rewritten map[string]int
+		// restarts are the exporter restarts each pod ends with.
+		restarts map[string]int32
+		reverts  map[string]int
+	}{
+		{
+			name: "a hand edit reverted",
+			from: "exporter:v1",
+			write: func(f *testFixture) {
+				patch := []byte(`{"spec":{"containers":[{"name":"exporter","image":"exporter:hand"}]}}`)
+				if err := env.Client.Patch(f.T.Context(), f.Pod("p02"), fixture.RawStrategic(patch)); err != nil {
+					f.T.Fatal(err)
+				}
+				f.WaitPodEvent("p02", controller.ReasonDriftReverted)
+			},
+			rewritten: map[string]int{"p02": 1},
+			restarts:  map[string]int32{"p01": 0, "p02": 2},
+			reverts:   map[string]int{"p02": 1},
+		},
+		{
+			name: "an update",
+			from: "exporter:v2",
+			write: func(f *testFixture) {
+				f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v1" })
+			},
+			rewritten: map[string]int{"p01": 1, "p02": 1},
+			restarts:  map[string]int32{"p01": 1, "p02": 1},
+			reverts:   map[string]int{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			set := f.SidecarSet(tt.from, 0)
+			set.Spec.DriftPolicy = v1alpha1.DriftRevert
+			f.CreateSet(set)
+			f.CreatePods(pods, nil, nil)
+			f.WaitStatus("all matched and ready", func(s v1alpha1.SidecarSetStatus) bool {
+				return s.MatchedPods == pods && s.UpdatedReadyPods == pods
+			})
+			f.imagePolicy(`"mirror.example/" + c.image`, mirror)
+
+			tt.write(f)
+			// Not f.WaitPods: the counts below tell how far from settled
+			// the pods stay.
+			settled := func(context.Context) (bool, error) {
+				st := f.GetSet().Status
+				if st.DriftedPods != 0 || st.UpdatedReadyPods != pods || fixture.Condition(st, v1alpha1.ConditionComplete) != metav1.ConditionTrue {
+					return false, nil
+				}
+				for _, p := range f.Pods() {
+					state, err := revision.Decode(p.Annotations)
+					if err != nil {
+						return false, err
+					}
+					rc, _ := state[f.Set].Container("exporter")
+					c := fixture.PodCondition(&p, controller.PodConditionDrifted)
+					if tt.rewritten[p.Name] > 0 && (fixture.Image(&p, "exporter") != mirror || rc.Image != mirror) ||
+						state[f.Set].Write != nil || c != nil && c.Status == corev1.ConditionTrue {
+						return false, nil
+					}
+				}
+				return true, nil
+			}
+			if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, settled); err != nil {
+				t.Errorf("pods not settled with %s stored and recorded: %v\n%s", mirror, err, f.Describe())
+			}
+
+			if n := f.countPodWrites(quiet); n != 0 {
+				t.Errorf("%d pod writes in %v after the policy's rewrite, want none", n, quiet)
+			}
+			if got := f.PodEvents(controller.ReasonDriftReverted); !maps.Equal(got, tt.reverts) {
+				t.Errorf("%s events per pod %v, want %v", controller.ReasonDriftReverted, got, tt.reverts)
+			}
+			if got := f.SetEventPods(controller.ReasonImageRewritten); !maps.Equal(got, tt.rewritten) {
+				t.Errorf("%s events on the set per pod %v, want %v", controller.ReasonImageRewritten, got, tt.rewritten)
+			}
+			if c := fixture.SetCondition(f.GetSet().Status, v1alpha1.ConditionComplete); c == nil ||
+				!strings.Contains(c.Message, fmt.Sprintf("%d run sidecar images admission rewrote", len(tt.rewritten))) {
+				t.Errorf("condition Complete %+v does not tell the %d pod(s) admission rewrote", c, len(tt.rewritten))
+			}
+			if got := fixture.Restarts(f.Pods(), "exporter"); !maps.Equal(got, tt.restarts) {
+				t.Errorf("exporter restarts %v, want %v", got, tt.restarts)
+			}
 		})
 	}
 }
