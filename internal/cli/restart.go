@@ -978,6 +978,18 @@ func budgetsOver(ctx context.Context, c client.Reader, namespace string, selecto
 	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list pods in %s: %w", namespace, err)
 	}
+	// As the controller counts them: a set's pod waiting out its write's
+	// minReadySeconds is spent too, and a deleted set's only while its
+	// write is in flight.
+	var sets v1alpha1.SidecarSetList
+	if err := c.List(ctx, &sets); err != nil {
+		return nil, fmt.Errorf("list SidecarSets: %w", err)
+	}
+	latest := make(map[string]string, len(sets.Items))
+	for i := range sets.Items {
+		latest[sets.Items[i].Name] = revision.Hash(&sets.Items[i].Spec)
+	}
+	now := time.Now()
 	var out []budget
 	for _, pdb := range pdbs.Items {
 		// nil selects nothing, {} every pod of the namespace, as the
@@ -996,7 +1008,7 @@ func budgetsOver(ctx context.Context, c client.Reader, namespace string, selecto
 			covers = covers || selector.Matches(labels.Set(p.Labels))
 			// A sidecar restart in flight is not in the budget's status
 			// yet: the controller counts it as spent, and so does this.
-			if state, err := revision.Decode(p.Annotations); err == nil && rollout.Disrupted(p, state, nil, time.Now()) {
+			if state, err := revision.Decode(p.Annotations); err == nil && rollout.Disrupted(p, state, latest, now) {
 				spent++
 			}
 		}

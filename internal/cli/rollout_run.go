@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/status"
 )
 
 // NewCmdRun returns `rollout run NAME --steps ...`.
@@ -265,9 +266,10 @@ func (w *stepWatch) observe(set *v1alpha1.SidecarSet, now time.Time) (bool, erro
 			return false, fmt.Errorf("%w: Stalled (%s): %s", ErrAnomaly, v.reason, v.message)
 		case v.halted:
 			return false, fmt.Errorf("%w: %w: %s", ErrAnomaly, ErrPaused, v.message)
-		case v.complete, v.held:
+		case v.complete, v.held && v.reason != status.ReasonPodsNotReady:
 			// Held: the step did all it may; what is left waits for the
-			// next step, or for pods the rollout does not wait for.
+			// next step, a recreate, or a node. Pods not ready are the
+			// run's own anomaly, judged below by --not-ready-timeout.
 			return true, nil
 		}
 		// The clock starts when not-ready pods first show (or at the first

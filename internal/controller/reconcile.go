@@ -154,12 +154,13 @@ const nodeLostRecheck = 30 * time.Second
 
 // markNodeLost sets rollout.Pod.NodeLost on the pods whose node is not
 // Ready (its Ready condition is not True, or it is gone): their kubelet
-// acts on nothing, and would act on every write at once when back.
+// acts on nothing, and would act on every write at once when back. A pod
+// may still show Ready until the node controller marks it.
 func (r *Reconciler) markNodeLost(ctx context.Context, pods []matched, classified []rollout.Pod) error {
 	lost := map[string]bool{}
 	for i, p := range pods {
 		name := p.pod.Spec.NodeName
-		if name == "" || classified[i].PodReady {
+		if name == "" {
 			continue
 		}
 		l, ok := lost[name]

@@ -181,7 +181,8 @@ type mpod struct {
 	// until it has been ready that long with every written image running
 	// (the contract's release, judged from what the kubelet did).
 	disrupted map[string]time.Duration
-	// readySince is when the pod last turned ready.
+	// readySince is when the pod's Ready condition last changed: when it
+	// turned ready, while it is.
 	readySince time.Time
 }
 
@@ -492,7 +493,7 @@ func (m *model) sync(p *mpod) {
 	if ready {
 		cond = corev1.ConditionTrue
 	}
-	if ready && !podReady(pod) {
+	if ready != podReady(pod) {
 		p.readySince = m.now
 	}
 	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: metav1.NewTime(p.readySince)}}

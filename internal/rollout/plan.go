@@ -375,8 +375,10 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 	place := order.places(pods)
+	// Pods on lost nodes last: held, they would take the partition's
+	// places from pods that can move.
 	byPlace := func(a, b Pod) int {
-		return cmp.Or(compareBool(a.PodReady, b.PodReady), cmp.Compare(place[a.Key], place[b.Key]))
+		return cmp.Or(compareBool(a.NodeLost, b.NodeLost), compareBool(a.PodReady, b.PodReady), cmp.Compare(place[a.Key], place[b.Key]))
 	}
 	slices.SortFunc(undone, byPlace)
 	slices.SortFunc(candidates, byPlace)
@@ -775,7 +777,9 @@ func (u PodUpdate) writesSpec() bool {
 func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (Scope, error) {
 	sc := Scope{Matched: len(pods)}
 	for _, p := range pods {
-		if p.Disrupting && !p.NodeLost {
+		// A pod on a lost node whose write is still to come keeps its
+		// slot: the kubelet acts on it when the node is back.
+		if p.Disrupting && (!p.NodeLost || p.Updating) {
 			sc.Unavailable++
 		}
 		if !selected(p) {

@@ -462,10 +462,26 @@ func TestNext(t *testing.T) {
 		{
 			// Written while ready, then its node was lost: not the
 			// rollout's to count any more.
-			name:     "maxUnavailable 1, p01 written while ready, then its node lost: it holds no slot",
+			// Found by review: its kubelet restarts the sidecar when the
+			// node is back, beside whatever pod took the slot.
+			name:     "maxUnavailable 1, p01 written while ready, then its node lost before the kubelet acted: it keeps its slot",
 			pods:     fleet(3, each([]opt{updating, nodeLost}, "p01")),
 			strategy: strategy("0", "1"),
+			want:     outcome{nil, held(HeldByMaxUnavailable, podRange(2, 3))},
+		},
+		{
+			name:     "maxUnavailable 1, p01 updated while ready and back, then its node lost: it holds no slot",
+			pods:     fleet(3, each([]opt{updated, disrupted, nodeLost}, "p01")),
+			strategy: strategy("0", "1"),
 			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, "p03")},
+		},
+		{
+			// Found by review: the lost pod, not ready, went first and took
+			// the one place the partition left.
+			name:     "partition 2 of 3, p01 on a lost node: p02 takes the place",
+			pods:     fleet(3, each([]opt{nodeLost}, "p01")),
+			strategy: strategy("2", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByPartition, "p01", HeldByPartition, "p03")},
 		},
 		{
 			// Defect: pods written while not ready held maxUnavailable

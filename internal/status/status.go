@@ -352,10 +352,11 @@ func Compute(in Input) Result {
 // revision and ready past minReadySeconds (pods not ready since before
 // their write, first; then pods that need a recreate), or "" when none do.
 func leftOver(pods []rollout.Pod, sc rollout.Scope, c counts) string {
-	if c.nodeLost > 0 {
+	if c.nodeLost > 0 || slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available && p.NodeLost }) {
 		return ReasonPodsOnLostNodes
 	}
-	if c.updatedNotReady > 0 {
+	// Ready for less than minReadySeconds, or not ready at all.
+	if slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available }) {
 		return ReasonPodsNotReady
 	}
 	if sc.Updated < sc.Target && slices.ContainsFunc(pods, func(p rollout.Pod) bool { return !p.Upgradable && !p.Updated }) {

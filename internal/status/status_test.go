@@ -445,6 +445,26 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// Found by review: a pod written while not ready, ready now for
+			// less than minReadySeconds, was neither waited for nor kept
+			// the set from saying Complete.
+			name: "a pod ready for less than minReadySeconds keeps it from completing",
+			pods: func() []rollout.Pod {
+				ps := fleet(3, mix{UpdatedReady: 3})
+				ps[2].Available = false
+				return ps
+			}(),
+			strategy:     rolling("0"),
+			previous:     statusOf(3, 3, 3, 2, progressing),
+			lastProgress: ago(time.Hour),
+			want: Result{
+				Status: statusOf(3, 3, 3, 2, conds(
+					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 ready for less than minReadySeconds", nowSec},
+					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 ready for less than minReadySeconds", hourAgo},
+					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 ready for less than minReadySeconds", hourAgo})),
+			},
+		},
+		{
 			// Defect: a pod on a lost node was written, never acted on,
 			// and the rollout stalled and paused itself.
 			name: "a due pod on a lost node is not waited on, and keeps it from completing",
