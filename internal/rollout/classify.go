@@ -305,6 +305,10 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 				// generation it never reports would hold the pod for ever.
 				observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
 				c.Complete = c.Running && !c.Unacted && observed
+				// The edit is the kubelet's next act, not a resize owed:
+				// left, the pod read as back but for its resize and was
+				// recorded back while still to restart (TestModel, seed 1).
+				c.ResizeOwed = c.ResizeOwed && c.Complete
 			}
 			if !c.Complete {
 				complete = false
