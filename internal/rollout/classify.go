@@ -39,8 +39,9 @@ type Pod struct {
 	Updating bool
 	// Disrupting: the rollout disrupted this pod and it is not back yet:
 	// the pod was ready when a write restarted one of its running sidecars
-	// (Record.Write.WasReady), and it has not been seen ready since with
-	// every running sidecar complete. Such pods count against maxUnavailable
+	// (Record.Write.WasReady), and it has not been ready since, with every
+	// running sidecar complete, for the write's minReadySeconds
+	// (ReleaseAt). Such pods count against maxUnavailable
 	// and PodDisruptionBudgets. A pod written while not ready does not: it
 	// lost nothing by the write, and it may stay not ready for reasons of
 	// its own; unless it is seen ready while the sidecar the write restarts

@@ -6,7 +6,7 @@
 //
 // The controller uses it in this order:
 //
-//	latest := rollout.NewLatest(set)
+//	latest := rollout.NewLatest(set); latest.Now = now
 //	for each pod, m := rollout.MemberOf(pod, set, canaries, namespace, opts):
 //		Managed: pods = append(pods, rollout.Classify(pod, m.Record, latest))
 //		Replaced, KeptByBase: the other set of a canary pair's; counted nowhere
