@@ -97,8 +97,7 @@ const settlesPerReconcile = 1000
 // noteBack observes, for every pod first seen back from its write
 // (rollout.Pod.Back: Ready past minReadySeconds with every written sidecar
 // in its new container), how long the write took, from the time its record
-// carries (Stamped), which outlives the manager that wrote it, to its
-// release as the pod's status tells it (rollout.Pod.ReleasedAt). It remembers
+// carries (Stamped), which outlives the manager that wrote it. It remembers
 // the writes it observed, so that each is observed once by this manager.
 // The memory is for the metric alone: nothing the rollout decides reads it.
 func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
@@ -116,15 +115,9 @@ func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
 			back[p.Key] = seen
 		} else if p.Back {
 			back[p.Key] = w.At.Time
-			// Until the release the status tells, or now if it tells none
-			// or one to come: a manager that took over sees pods released
-			// long before. The write's time is the writing replica's
-			// clock: a skew must not give a negative duration.
-			end := now
-			if !p.ReleasedAt.IsZero() && p.ReleasedAt.Before(now) {
-				end = p.ReleasedAt
-			}
-			metrics.PodUpdated(setName, max(0, end.Sub(w.At.Time)))
+			// The write's time is the writing replica's clock: a skew
+			// between replicas must not give a negative duration.
+			metrics.PodUpdated(setName, max(0, now.Sub(w.At.Time)))
 		}
 	}
 	m.back = back

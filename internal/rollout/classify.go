@@ -71,10 +71,6 @@ type Pod struct {
 	// Zero otherwise. A pod written while Ready counts as Disrupting until
 	// then.
 	ReleaseAt time.Time
-	// ReleasedAt, for a pod Back from its last write, is when it was
-	// released, as far as its status tells (the node's clock; zero when it
-	// tells no times): an update's duration ends then.
-	ReleasedAt time.Time
 	// Shared: the pod carries the sidecars of other SidecarSets too
 	// (annotation sidecarset.dev/injected names more than one). Its settle
 	// does not wait (settle).
@@ -375,12 +371,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	// waits out minReadySeconds too before it is recorded back.
 	waiting := false
 	if p.PodReady && rec.Write != nil {
-		at := releaseTime(pod, rec)
-		if waiting = rec.Write.MinReadySeconds > 0 && latest.Now.Before(at); waiting {
-			p.ReleaseAt = at
-		} else {
-			p.ReleasedAt = at
-		}
+		p.ReleaseAt = released(pod, rec, latest.Now)
+		waiting = !p.ReleaseAt.IsZero()
 	}
 	p.Available = p.Ready && !waiting
 	switch {
@@ -410,25 +402,27 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		p.Disrupting = p.PodReady && p.runningInFlightAny()
 	}
 	p.Back = p.Back || (rec.Write == nil && wrote && complete)
-	if !p.Back {
-		p.ReleasedAt = time.Time{}
-	}
 	return p
 }
 
-// releaseTime returns when pod, Ready, has been or will have been Ready
-// for the minReadySeconds of the write rec records: that long after the
-// later of the Ready condition's last transition and the start of every
-// running sidecar rec says was written, both from the node's clock, so that
-// a sidecar that crashed and started again, in a pod that never showed
-// Ready=False (a sidecar without a readiness probe), starts the wait again.
-// A node clock behind the manager's shortens the wait by the skew, one
-// ahead lengthens it. Worked cases, minReadySeconds 10:
+// released returns when pod, Ready with the write rec records done, will
+// have been Ready for the write's minReadySeconds, or zero when it has by
+// now. The wait counts from the later of the Ready condition's last
+// transition and the start of every running sidecar rec says was written,
+// both from the node's clock, so that a sidecar that crashed and started
+// again, in a pod that never showed Ready=False (a sidecar without a
+// readiness probe), starts it again. A node clock behind the manager's
+// shortens the wait by the skew. Worked cases, minReadySeconds 10, now
+// 12:00:30:
 //
-//	Ready since 12:00:10, sidecar started 12:00:05 → 12:00:20
+//	Ready since 12:00:10, sidecar started 12:00:05 → zero (released at 12:00:20)
 //	Ready since 12:00:10, sidecar started 12:00:25 → 12:00:35 (it restarted)
-//	Ready since 12:00:25, minReadySeconds 0        → 12:00:25
-func releaseTime(pod *corev1.Pod, rec revision.SetState) time.Time {
+//	Ready since 12:00:25                           → 12:00:35
+//	minReadySeconds 0                              → zero
+func released(pod *corev1.Pod, rec revision.SetState, now time.Time) time.Time {
+	if rec.Write.MinReadySeconds <= 0 {
+		return time.Time{}
+	}
 	var since time.Time
 	later := func(t metav1.Time) {
 		if t.After(since) {
@@ -452,7 +446,11 @@ func releaseTime(pod *corev1.Pod, rec revision.SetState) time.Time {
 			later(st.State.Running.StartedAt)
 		}
 	}
-	return since.Add(time.Duration(rec.Write.MinReadySeconds) * time.Second)
+	at := since.Add(time.Duration(rec.Write.MinReadySeconds) * time.Second)
+	if !now.Before(at) {
+		return time.Time{}
+	}
+	return at
 }
 
 // owes reports whether the resize of the named sidecar is owed.
