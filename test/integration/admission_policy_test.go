@@ -107,8 +107,9 @@ func TestWriteRewrittenByPolicy(t *testing.T) {
 		write func(f *testFixture)
 		// rewritten are the pods written, each told once on the set.
 		rewritten map[string]int
-		// restarts are the exporter restarts each pod ends with.
-		restarts map[string]int32
+		// restarts bound the exporter restarts each pod ends with, from
+		// the first to the second.
+		restarts map[string][2]int32
 		reverts  map[string]int
 	}{
 		{
@@ -122,8 +123,11 @@ func TestWriteRewrittenByPolicy(t *testing.T) {
 				f.WaitPodEvent("p02", controller.ReasonDriftReverted)
 			},
 			rewritten: map[string]int{"p02": 1},
-			restarts:  map[string]int32{"p01": 0, "p02": 2},
-			reverts:   map[string]int{"p02": 1},
+			// Two restarts, for the hand edit and the revert, or one from a
+			// kubelet that acts on both specs at once: the controller reverts
+			// on sight, without waiting for the kubelet to run the hand edit.
+			restarts: map[string][2]int32{"p01": {0, 0}, "p02": {1, 2}},
+			reverts:  map[string]int{"p02": 1},
 		},
 		{
 			name: "an update",
@@ -132,7 +136,7 @@ func TestWriteRewrittenByPolicy(t *testing.T) {
 				f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v1" })
 			},
 			rewritten: map[string]int{"p01": 1, "p02": 1},
-			restarts:  map[string]int32{"p01": 1, "p02": 1},
+			restarts:  map[string][2]int32{"p01": {1, 1}, "p02": {1, 1}},
 			reverts:   map[string]int{},
 		},
 	}
@@ -187,8 +191,11 @@ func TestWriteRewrittenByPolicy(t *testing.T) {
 				!strings.Contains(c.Message, fmt.Sprintf("%d run sidecar images admission rewrote", len(tt.rewritten))) {
 				t.Errorf("condition Complete %+v does not tell the %d pod(s) admission rewrote", c, len(tt.rewritten))
 			}
-			if got := fixture.Restarts(f.Pods(), "exporter"); !maps.Equal(got, tt.restarts) {
-				t.Errorf("exporter restarts %v, want %v", got, tt.restarts)
+			got := fixture.Restarts(f.Pods(), "exporter")
+			for pod, want := range tt.restarts {
+				if n, ok := got[pod]; !ok || n < want[0] || n > want[1] {
+					t.Errorf("pod %s: %d exporter restarts, want %d to %d (all: %v)", pod, n, want[0], want[1], got)
+				}
 			}
 		})
 	}
