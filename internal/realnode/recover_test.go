@@ -23,18 +23,17 @@ func TestRecoverLeftovers(t *testing.T) {
 	lockPath = filepath.Join(t.TempDir(), "node.lock")
 	t.Cleanup(func() { lockPath = saved })
 
-	// A dead owner: a process that ran and was waited for.
-	done := exec.Command("sleep", "0")
-	if err := done.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// A dead owner: a process that ran and was waited for. It runs until
+	// killed, so that its start time is read before it ends.
+	done := sleeper(t)
 	_, deadStart, err := procStat(done.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := done.Wait(); err != nil {
+	if err := done.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	_ = done.Wait()
 	recorded, other := sleeper(t), sleeper(t)
 	_, otherStart, err := procStat(other.Process.Pid)
 	if err != nil {
