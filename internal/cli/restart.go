@@ -362,23 +362,8 @@ func holds(set *v1alpha1.SidecarSet, podLabels map[string]string, latest bool) s
 	if latest {
 		return ""
 	}
-	const moved = ": recreated, the pod would take the latest revision, which the rollout holds back"
-	us := set.Spec.UpdateStrategy
-	switch {
-	case us.Type == v1alpha1.NotUpdateStrategy:
-		return "updateStrategy.type is NotUpdate" + moved
-	case us.Paused:
-		return "updateStrategy.paused is true" + moved
-	}
-	if us.Partition != nil {
-		if n, err := intstr.GetScaledValueFromIntOrPercent(us.Partition, 100, true); err != nil || n > 0 {
-			return fmt.Sprintf("updateStrategy.partition %s keeps pods on older revisions%s; lower it to 0 first", us.Partition.String(), moved)
-		}
-	}
-	if us.Selector != nil {
-		if sel, err := metav1.LabelSelectorAsSelector(us.Selector); err != nil || !sel.Matches(labels.Set(podLabels)) {
-			return "updateStrategy.selector leaves the pod out" + moved
-		}
+	if why := rollout.KeptBack(set.Spec.UpdateStrategy, podLabels); why != "" {
+		return why + ": recreated, the pod would take the latest revision, which the rollout holds back"
 	}
 	return ""
 }
@@ -978,18 +963,16 @@ func budgetsOver(ctx context.Context, c client.Reader, namespace string, selecto
 	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list pods in %s: %w", namespace, err)
 	}
-	// As the controller counts them: a set's pod waiting out its write's
-	// minReadySeconds is spent too, and a deleted set's only while its
-	// write is in flight.
+	// As the controller counts them (rollout.Disruptions).
 	var sets v1alpha1.SidecarSetList
 	if err := c.List(ctx, &sets); err != nil {
 		return nil, fmt.Errorf("list SidecarSets: %w", err)
 	}
-	latest := make(map[string]string, len(sets.Items))
-	for i := range sets.Items {
-		latest[sets.Items[i].Name] = revision.Hash(&sets.Items[i].Spec)
+	all := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		all[i] = &pods.Items[i]
 	}
-	now := time.Now()
+	disrupted := rollout.NewDisruptions(all, rollout.LatestHashes(sets.Items), time.Now())
 	var out []budget
 	for _, pdb := range pdbs.Items {
 		// nil selects nothing, {} every pod of the namespace, as the
@@ -998,26 +981,15 @@ func budgetsOver(ctx context.Context, c client.Reader, namespace string, selecto
 		if !ok {
 			continue
 		}
-		covers := false
-		var spent int32
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if !sel.Matches(labels.Set(p.Labels)) {
-				continue
-			}
-			covers = covers || selector.Matches(labels.Set(p.Labels))
-			// A sidecar restart in flight is not in the budget's status
-			// yet: the controller counts it as spent, and so does this.
-			if state, err := revision.Decode(p.Annotations); err == nil && rollout.Disrupted(p, state, latest, now) {
-				spent++
-			}
-		}
+		covers := slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
+			return sel.Matches(labels.Set(p.Labels)) && selector.Matches(labels.Set(p.Labels))
+		})
 		if !covers {
 			continue
 		}
 		st := pdb.Status
 		out = append(out, budget{name: pdb.Namespace + "/" + pdb.Name, observed: st.ObservedGeneration >= pdb.Generation,
-			allowed: st.DisruptionsAllowed - spent, expected: st.ExpectedPods, desiredHealthy: st.DesiredHealthy})
+			allowed: st.DisruptionsAllowed - disrupted.Spent(sel), expected: st.ExpectedPods, desiredHealthy: st.DesiredHealthy})
 	}
 	return out, nil
 }

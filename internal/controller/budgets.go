@@ -47,28 +47,18 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 			client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list managed pods in %s: %w", ns, err)
 		}
-		var disrupted []labels.Set
+		fresh := make([]*corev1.Pod, len(managed.Items))
 		for i := range managed.Items {
-			pod := r.freshest(&managed.Items[i])
-			if !rollout.Active(pod) {
-				continue
-			}
-			state, _ := revision.Decode(pod.Annotations)
-			if rollout.Disrupted(pod, state, latest, r.Clock.Now()) {
-				disrupted = append(disrupted, pod.Labels)
-			}
+			fresh[i] = r.freshest(&managed.Items[i])
 		}
+		disrupted := rollout.NewDisruptions(fresh, latest, r.Clock.Now())
 		for _, pdb := range pdbs.Items {
 			sel, ok := rollout.BudgetSelector(pdb.Spec.Selector)
 			if !ok {
 				continue
 			}
-			b := rollout.Budget{Name: pdb.Namespace + "/" + pdb.Name, DisruptionsAllowed: pdb.Status.DisruptionsAllowed}
-			for _, l := range disrupted {
-				if sel.Matches(l) {
-					b.Spent++
-				}
-			}
+			b := rollout.Budget{Name: pdb.Namespace + "/" + pdb.Name, DisruptionsAllowed: pdb.Status.DisruptionsAllowed,
+				Spent: disrupted.Spent(sel)}
 			for _, p := range pods {
 				if p.pod.Namespace == ns && sel.Matches(labels.Set(p.pod.Labels)) {
 					key := types.NamespacedName{Namespace: ns, Name: p.pod.Name}
@@ -114,9 +104,5 @@ func (r *Reconciler) latestHashes(ctx context.Context) (map[string]string, error
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list SidecarSets: %w", err)
 	}
-	out := make(map[string]string, len(list.Items))
-	for i := range list.Items {
-		out[list.Items[i].Name] = revision.Hash(&list.Items[i].Spec)
-	}
-	return out, nil
+	return rollout.LatestHashes(list.Items), nil
 }

@@ -209,6 +209,25 @@ type Container struct {
 	ResizeHeld bool
 }
 
+// drifted reports whether c's pod spec image differs from the one recorded
+// as last written.
+func (c Container) drifted() bool {
+	return !SameImage(c.Recorded.Image, c.Image)
+}
+
+// resizeConditionText is the kubelet's word on a resize of pod, when it
+// gave one with a reason (Pod.ResizeCondition).
+func resizeConditionText(pod *corev1.Pod) string {
+	c, ok := resizeCondition(pod)
+	if !ok || c.Reason == "" {
+		return ""
+	}
+	if c.Message == "" {
+		return fmt.Sprintf("%s %s", c.Type, c.Reason)
+	}
+	return fmt.Sprintf("%s %s: %s", c.Type, c.Reason, c.Message)
+}
+
 // Classify judges pod, which carries rec as its record of the SidecarSet
 // whose latest revision is latest. Completion is judged against the image
 // last written (rec's), not the latest declared one: a pod on an older
@@ -217,164 +236,208 @@ type Container struct {
 // The caller passes only pods for which Active holds.
 func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	p := Pod{
-		Key:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		Labels:     pod.Labels,
-		Generation: pod.Generation,
-		Record:     rec,
-		Updated:    rec.Hash == latest.Hash,
-		PodReady:   podReady(pod),
-		Pending:    pod.Status.Phase == corev1.PodPending,
-		Shared:     strings.Contains(pod.Annotations[v1alpha1.AnnotationInjected], ","),
+		Key:             types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		Labels:          pod.Labels,
+		Generation:      pod.Generation,
+		Record:          rec,
+		Updated:         rec.Hash == latest.Hash,
+		PodReady:        podReady(pod),
+		Pending:         pod.Status.Phase == corev1.PodPending,
+		Shared:          strings.Contains(pod.Annotations[v1alpha1.AnnotationInjected], ","),
+		ResizeOwed:      owedResizes(pod, rec),
+		ResizeCondition: resizeConditionText(pod),
 	}
-	// wrote: some running sidecar still carries the record of a write.
-	complete, wrote := true, false
-	// held: why the kubelet holds a resize written into the pod.
-	held := ""
-	// onlyOwed: every running sidecar is complete but for a resize still
-	// to write (ActionResize).
-	onlyOwed := true
-	p.ResizeOwed = owedResizes(pod, rec)
-	if c, ok := resizeCondition(pod); ok && c.Reason != "" {
-		p.ResizeCondition = fmt.Sprintf("%s %s", c.Type, c.Reason)
-		if c.Message != "" {
-			p.ResizeCondition += ": " + c.Message
-		}
-	}
-	write := rec.Write
-	if write != nil && pod.Generation < write.Generation {
-		// The apiserver moves the generation only when the spec changed;
-		// a write it stored as it was (a mutating policy put back what
-		// was written over) made none, and none is to be waited for.
-		w := *write
-		w.Generation = pod.Generation
-		write = &w
-	}
+	w := progress{complete: true, onlyOwed: true}
 	for _, rc := range rec.Containers {
-		spec, init, found := specContainer(pod, rc.Name)
+		c, held, found := p.containerOf(pod, rc)
 		if !found {
 			// Containers cannot be removed from a pod; only a record edited
 			// by hand names one that is not there. Nothing can be written to
-			// it, and the pod is not upgradable below.
+			// it, and the pod is not upgradable (upgradable).
 			continue
 		}
-		st := containerStatus(pod, rc.Name, init)
-		c := Container{
-			Name:        rc.Name,
-			Init:        init,
-			Runs:        !init || restartsAlways(spec),
-			Image:       spec.Image,
-			ContainerID: st.ContainerID,
-			ImageID:     st.ImageID,
-			Running:     st.State.Running != nil,
-			Ready:       st.Ready,
-			StatusImage: st.Image,
-			StartFailed: startFailed(st),
-			NotStarted:  init && st.State.Running != nil && st.Started != nil && !*st.Started,
-			Recorded:    rc,
-		}
-		drifted := !SameImage(rc.Image, c.Image)
-		c.Unacted = c.Runs && drifted && (c.Running && !runsImage(st, spec.Image) || !c.Running && !startFailed(st))
-		if c.Unresized = c.Running && st.Resources != nil && !runsResources(spec.Resources, st); c.Unresized {
-			c.Resources = cpuMemoryOf(spec.Resources)
-		}
-		if c.Runs {
-			c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
-			if rc.Resized && c.Complete && (!ResizeComplete(pod, spec, st, write) || p.owes(rc.Name)) {
-				c.Complete = false
-				c.ResizeOwed = p.owes(rc.Name)
-				if why, ok := resizeRefused(pod); ok {
-					c.ResizeHeld = true
-					held = fmt.Sprintf("%s of %s", why, c.Name)
-				} else if cond, ok := resizeCondition(pod); ok && cond.Reason == corev1.PodReasonError {
-					// The kubelet failed it and retries (a memory limit
-					// below what the sidecar uses): a write may go over it.
-					c.ResizeHeld = true
-				}
-			}
-			if drifted {
-				// Someone else's change, over any write of ours: the kubelet
-				// acts on the spec, and done is that it has. A status from
-				// before the edit cannot tell: the kubelet may have acted on
-				// the spec in between (a write of ours the edit replaced) and
-				// be restarting the container for it. A kubelet that reports
-				// no generation (before 1.33, or with the feature off) is
-				// taken at its status: nothing else tells, and waiting for a
-				// generation it never reports would hold the pod for ever.
-				observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
-				c.Complete = c.Running && !c.Unacted && observed
-				// The edit is the kubelet's next act, not a resize owed:
-				// left, the pod read as back but for its resize and was
-				// recorded back while still to restart (TestModel, seed 1).
-				c.ResizeOwed = c.ResizeOwed && c.Complete
-			}
-			if !c.Complete {
-				complete = false
-				if !c.ResizeOwed {
-					onlyOwed = false
-				}
-				if written(rc) && !drifted {
-					c.InFlight, p.Updating, wrote = true, true, true
-				}
-			} else if written(rc) {
-				wrote = true
-			}
-		}
+		w.add(c, held, &p)
 		p.Containers = append(p.Containers, c)
 		if image, declared := latest.Containers[rc.Name]; declared && !c.Runs && image != c.Image {
 			p.StaleInit = append(p.StaleInit, c.Name)
 		}
-		if drifted {
+		if c.drifted() {
 			p.Drifted = append(p.Drifted, c.Name)
 		}
 	}
 	for _, h := range hotPairs(rec) {
 		if h.upgrading(p) {
 			// An update not done until its handoff is.
-			complete, onlyOwed, p.Updating = false, false, true
+			w.complete, w.onlyOwed, p.Updating = false, false, true
 		}
 	}
 	p.HandoffOwed = handoffsOwed(p)
+	p.Upgradable, p.NotUpgradable, p.Resize = upgradable(pod, p, latest, w.held)
+	p.Ready = p.PodReady && w.complete
+	if p.PodReady && rec.Write != nil {
+		p.ReleaseAt = released(pod, rec, latest.Now)
+	}
+	p.Available = p.Ready && p.ReleaseAt.IsZero()
+	p.judgeDisruption(w)
+	return p
+}
+
+// progress is how far the last write into a pod's running sidecars got.
+type progress struct {
+	// complete: every running sidecar is complete.
+	complete bool
+	// onlyOwed: every running sidecar is complete but for a resize still
+	// to write (ActionResize).
+	onlyOwed bool
+	// wrote: some running sidecar still carries the record of a write.
+	wrote bool
+	// held says why the kubelet holds a resize written into the pod.
+	held string
+}
+
+// add counts c, a sidecar of p whose resize the kubelet holds for the
+// reason held, if any, marking p Updating when c's write is in flight.
+func (w *progress) add(c Container, held string, p *Pod) {
+	if held != "" {
+		w.held = held
+	}
+	if !c.Runs {
+		return
+	}
+	if !c.Complete {
+		w.complete = false
+		w.onlyOwed = w.onlyOwed && c.ResizeOwed
+	}
+	if c.InFlight {
+		p.Updating = true
+	}
+	w.wrote = w.wrote || written(c.Recorded)
+}
+
+// containerOf judges the sidecar rc records in pod, whose record p holds,
+// with why the kubelet holds its resize, if it does; found is false when
+// the spec lacks it. Completion is UpdateComplete, and ResizeComplete when
+// the write resized it; for a drifted sidecar, that the kubelet acted on
+// the edit.
+func (p Pod) containerOf(pod *corev1.Pod, rc revision.ContainerState) (c Container, held string, found bool) {
+	spec, init, found := specContainer(pod, rc.Name)
+	if !found {
+		return Container{}, "", false
+	}
+	st := containerStatus(pod, rc.Name, init)
+	c = Container{
+		Name:        rc.Name,
+		Init:        init,
+		Runs:        !init || restartsAlways(spec),
+		Image:       spec.Image,
+		ContainerID: st.ContainerID,
+		ImageID:     st.ImageID,
+		Running:     st.State.Running != nil,
+		Ready:       st.Ready,
+		StatusImage: st.Image,
+		StartFailed: startFailed(st),
+		NotStarted:  init && st.State.Running != nil && st.Started != nil && !*st.Started,
+		Recorded:    rc,
+	}
+	drifted := c.drifted()
+	c.Unacted = c.Runs && drifted && (c.Running && !runsImage(st, spec.Image) || !c.Running && !startFailed(st))
+	if c.Unresized = c.Running && st.Resources != nil && !runsResources(spec.Resources, st); c.Unresized {
+		c.Resources = cpuMemoryOf(spec.Resources)
+	}
+	if !c.Runs {
+		return c, "", true
+	}
+	write := storedWrite(pod, p.Record.Write)
+	c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
+	if rc.Resized && c.Complete && (!ResizeComplete(pod, spec, st, write) || p.owes(rc.Name)) {
+		c.Complete = false
+		c.ResizeOwed = p.owes(rc.Name)
+		if why, ok := resizeRefused(pod); ok {
+			c.ResizeHeld = true
+			held = fmt.Sprintf("%s of %s", why, c.Name)
+		} else if cond, ok := resizeCondition(pod); ok && cond.Reason == corev1.PodReasonError {
+			// The kubelet failed it and retries (a memory limit below
+			// what the sidecar uses): a write may go over it.
+			c.ResizeHeld = true
+		}
+	}
+	if drifted {
+		// Someone else's change, over any write of ours: the kubelet acts
+		// on the spec, and done is that it has. A status from before the
+		// edit cannot tell: the kubelet may have acted on the spec in
+		// between (a write of ours the edit replaced) and be restarting
+		// the container for it. A kubelet that reports no generation
+		// (before 1.33, or with the feature off) is taken at its status:
+		// nothing else tells, and waiting for a generation it never
+		// reports would hold the pod for ever.
+		observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
+		c.Complete = c.Running && !c.Unacted && observed
+		// The edit is the kubelet's next act, not a resize owed: left,
+		// the pod read as back but for its resize and was recorded back
+		// while still to restart.
+		c.ResizeOwed = c.ResizeOwed && c.Complete
+	}
+	c.InFlight = !c.Complete && written(rc) && !drifted
+	return c, held, true
+}
+
+// storedWrite returns the write w as the pod can show it done: the apiserver
+// moves the generation only when the spec changed, and a write it stored
+// as it was (a mutating policy put back what was written over) made none,
+// and none is to be waited for.
+func storedWrite(pod *corev1.Pod, w *revision.Write) *revision.Write {
+	if w == nil || pod.Generation >= w.Generation {
+		return w
+	}
+	clamped := *w
+	clamped.Generation = pod.Generation
+	return &clamped
+}
+
+// upgradable says whether p reaches latest in place (Pod.Upgradable), why
+// not, and the resizes that takes. held says why the kubelet holds a resize
+// written into the pod.
+func upgradable(pod *corev1.Pod, p Pod, latest Latest, held string) (bool, string, []ContainerResources) {
+	rec := p.Record
 	imagesOnly := rec.ImagelessHash == latest.ImagelessHash ||
 		(latest.PreviousImagelessHash != "" && rec.ImagelessHash == latest.PreviousImagelessHash)
-	p.Upgradable = imagesOnly
-	if !imagesOnly {
-		if latest.ResizableFrom[rec.Revision] {
-			p.Resize, p.NotUpgradable = resizesOf(pod, p.Containers, latest)
-			p.Upgradable = p.NotUpgradable == ""
-		}
+	ok, why := imagesOnly, ""
+	var resize []ContainerResources
+	if !imagesOnly && latest.ResizableFrom[rec.Revision] {
+		resize, why = resizesOf(pod, p.Containers, latest)
+		ok = why == ""
 	}
 	for name := range latest.Containers {
 		if _, hot := latest.Hot[name]; hot {
 			for _, slot := range v1alpha1.HotSlots(name) {
-				if _, ok := p.container(slot); !ok {
-					p.Upgradable = false
-					p.NotUpgradable = fmt.Sprintf("the pod has no container %s for the hot upgrade of %s: it needs a recreate", slot, name)
+				if _, found := p.container(slot); !found {
+					ok, why = false, fmt.Sprintf("the pod has no container %s for the hot upgrade of %s: it needs a recreate", slot, name)
 				}
 			}
 			continue
 		}
-		if _, ok := p.container(name); !ok {
-			p.Upgradable = false
-			p.NotUpgradable = fmt.Sprintf("the pod has no container %s: it needs a recreate", name)
+		if _, found := p.container(name); !found {
+			ok, why = false, fmt.Sprintf("the pod has no container %s: it needs a recreate", name)
 		}
 	}
 	if held != "" && imagesOnly {
 		// The kubelet holds the resize to what the latest revision
 		// declares. A revision the pod reaches in place otherwise (an
 		// undo) is written over it.
-		p.Upgradable, p.NotUpgradable = false, held
+		ok, why = false, held
 	}
-	p.Ready = p.PodReady && complete
-	// waiting: the pod is Ready, and has not been Ready for its last
-	// write's minReadySeconds yet. Judged whether or not the write is done:
-	// a pod whose images are done but for a resize or a handoff it owes
-	// waits out minReadySeconds too before it is recorded back.
-	waiting := false
-	if p.PodReady && rec.Write != nil {
-		p.ReleaseAt = released(pod, rec, latest.Now)
-		waiting = !p.ReleaseAt.IsZero()
-	}
-	p.Available = p.Ready && !waiting
+	return ok, why, resize
+}
+
+// judgeDisruption sets whether the rollout has p down (Disrupting), and
+// whether its last write is back (Back, BackButOwed), from its record and
+// w. waiting: the pod is Ready, and has not been Ready for its last write's
+// minReadySeconds yet; judged whether or not the write is done, so that a
+// pod whose images are done but for a resize or a handoff it owes waits
+// out minReadySeconds too before it is recorded back.
+func (p *Pod) judgeDisruption(w progress) {
+	rec := p.Record
+	waiting := !p.ReleaseAt.IsZero()
 	switch {
 	case rec.Write == nil:
 		// Written before writes were kept, by a version that wrote ready
@@ -384,10 +447,11 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		// cannot be told apart, and counts while its container runs the
 		// old instance.
 		p.Disrupting = p.Updating && (p.PodReady || p.runningInFlightAny())
+		p.Back = w.wrote && w.complete
 	case rec.Write.WasReady:
 		// A ready pod whose write lacks only its resize runs, ready, what
 		// it ran: the resize still to write is a disruption of its own.
-		waitsForResize := onlyOwed && len(p.ResizeOwed) > 0
+		waitsForResize := w.onlyOwed && len(p.ResizeOwed) > 0
 		// A hot upgrade counted only since the pod turned ready, whose
 		// first write is done: its handoff takes a slot of its own.
 		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
@@ -395,14 +459,12 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		p.BackButOwed = p.PodReady && !waiting && (waitsForResize || waitsForHandoff)
 		p.Back = p.Ready && !waiting
 	default:
-		p.Back = complete && !waiting
+		p.Back = w.complete && !waiting
 		// Written while not ready, ready now with the write still to
 		// come: the kubelet's restart will take it down. Next records it
 		// (ActionRecordDisruption), so that it counts until it is back.
 		p.Disrupting = p.PodReady && p.runningInFlightAny()
 	}
-	p.Back = p.Back || (rec.Write == nil && wrote && complete)
-	return p
 }
 
 // released returns when pod, Ready with the write rec records done, will
@@ -592,6 +654,51 @@ func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string, 
 		}
 	}
 	return false
+}
+
+// LatestHashes maps the name of each of sets to its latest revision's
+// Hash, as Disrupted takes them.
+func LatestHashes(sets []v1alpha1.SidecarSet) map[string]string {
+	out := make(map[string]string, len(sets))
+	for i := range sets {
+		out[sets[i].Name] = revision.Hash(&sets[i].Spec)
+	}
+	return out
+}
+
+// Disruptions are the labels of the pods that a SidecarSet's rollout has
+// down (Disrupted): the disruptions an in-place write spent, which, unlike
+// an eviction's, no budget's status shows until the kubelet restarted the
+// container. The controller and `kubectl sidecarset restart` count a
+// budget's spent disruptions alike, with Spent.
+type Disruptions []labels.Set
+
+// NewDisruptions returns the Disruptions among pods, judged at now; latest
+// is LatestHashes of the existing sets. Pods that are not Active count
+// nowhere; of a record that is partly unreadable, the readable entries
+// count.
+func NewDisruptions(pods []*corev1.Pod, latest map[string]string, now time.Time) Disruptions {
+	var d Disruptions
+	for _, pod := range pods {
+		if !Active(pod) {
+			continue
+		}
+		if state, _ := revision.Decode(pod.Annotations); Disrupted(pod, state, latest, now) {
+			d = append(d, pod.Labels)
+		}
+	}
+	return d
+}
+
+// Spent counts the disruptions whose pods sel selects (Budget.Spent).
+func (d Disruptions) Spent(sel labels.Selector) int32 {
+	var n int32
+	for _, l := range d {
+		if sel.Matches(l) {
+			n++
+		}
+	}
+	return n
 }
 
 // BudgetSelector returns the pods a policy/v1 PodDisruptionBudget's selector

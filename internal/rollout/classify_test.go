@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -326,6 +327,46 @@ func TestDisrupted(t *testing.T) {
 		}
 		if got := Disrupted(pod, state, tc.latest, time.Time{}); got != tc.want {
 			t.Errorf("%s: Disrupted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDisruptionsSpent: a budget's spent disruptions are the pods it
+// selects that a rollout has down; a finished pod, or one the budget does
+// not select, spends none.
+func TestDisruptionsSpent(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	exists := LatestHashes([]v1alpha1.SidecarSet{*v2})
+	if got := exists[v2.Name]; got != latest.Hash {
+		t.Fatalf("LatestHashes names %s %q, want %q", v2.Name, got, latest.Hash)
+	}
+	down := func(name, app string) *corev1.Pod {
+		pod := writtenPod(t, v1, latest)
+		pod.Name, pod.Labels = name, map[string]string{"app": app}
+		return pod
+	}
+	finished := down("p03", "db")
+	finished.Status.Phase = corev1.PodSucceeded
+	back := down("p04", "db")
+	swap(back)
+	pods := []*corev1.Pod{down("p01", "db"), down("p02", "web"), finished, back, injectedPod("p05", v1)}
+	d := NewDisruptions(pods, exists, time.Time{})
+	for _, tc := range []struct {
+		selector string
+		want     int32
+	}{
+		{"app=db", 1},
+		{"app=web", 1},
+		{"app in (db,web)", 2},
+		{"app=cache", 0},
+	} {
+		sel, err := labels.Parse(tc.selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Spent(sel); got != tc.want {
+			t.Errorf("Spent(%s) = %d, want %d", tc.selector, got, tc.want)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,62 +192,12 @@ type ContainerImage struct {
 	Image string
 }
 
-// HoldReason says why a pod waits.
-type HoldReason string
-
-const (
-	// HeldByPartition means the partition keeps the pod on its revision.
-	HeldByPartition HoldReason = "Partition"
-	// HeldByMaxUnavailable means as many pods as maxUnavailable allows are
-	// updating or updated but not ready.
-	HeldByMaxUnavailable HoldReason = "MaxUnavailable"
-	// HeldByDisruptionBudget means a PodDisruptionBudget of the pod allows no
-	// further disruption now.
-	HeldByDisruptionBudget HoldReason = "DisruptionBudget"
-	// HeldNotUpgradable means something changed that the pod cannot take in
-	// place (Pod.NotUpgradable says what); the pod needs a recreate.
-	HeldNotUpgradable HoldReason = "NotUpgradable"
-	// HeldPaused means updateStrategy.paused is true.
-	HeldPaused HoldReason = "Paused"
-	// HeldNotUpdate means updateStrategy.type is NotUpdate.
-	HeldNotUpdate HoldReason = "NotUpdate"
-	// HeldInFlight means the pod's last write is not done, and the container it
-	// restarts runs.
-	HeldInFlight HoldReason = "InFlight"
-	// HeldByOtherRollout means another SidecarSet's rollout has the pod down
-	// (Pod.DisruptedByOthers), and the write, not a handoff, would restart
-	// a running sidecar of it, every one it writes serving: the pod goes
-	// once it is back.
-	HeldByOtherRollout HoldReason = "OtherRollout"
-	// HeldChangeInFlight means someone else changed a running sidecar's image
-	// (a hand edit) and the kubelet has not acted on it yet: its status
-	// still shows another image running. Written now, the pod would record
-	// as the container to see replaced the one the kubelet is about to
-	// replace anyway, and take the container that change starts for this
-	// write's; or, if the kubelet skipped the change, wait for a restart
-	// that never comes. The pod goes once the status shows the spec's
-	// image running, or the kubelet failing to start it. The runtime names a running
-	// image by one of the tags its content has now, so an edit to a tag
-	// that shares its content with others may show as another of them for
-	// as long as the container runs: such a pod waits, reported, and the
-	// rollout does not stall on it (status.Compute).
-	HeldChangeInFlight HoldReason = "ChangeInFlight"
-	// HeldNodeLost means the pod's node is not Ready (Pod.NodeLost): its
-	// kubelet acts on nothing, and would act on every write at once when
-	// it is back. The pod goes once its node is Ready again; meanwhile the
-	// rollout neither counts it nor waits for it.
-	HeldNodeLost HoldReason = "NodeLost"
-)
-
-// Held is a pod that waits.
-type Held struct {
-	Pod     types.NamespacedName
-	Reason  HoldReason
-	Message string
-}
-
 // Next plans the next pod writes of a rollout. It fails only on a strategy
-// that validation refuses (a malformed selector or percentage).
+// that validation refuses (a malformed selector or percentage). It is a
+// pipeline: the pods due (dueOf), one job per pod with a write to make
+// (jobsOf), why the others stay (idle), then each job's write (writeFor)
+// asked of holdChain in order; the first hold that keeps a write says why,
+// and a write no hold keeps is made and spent (tally).
 //
 // Candidates for an update are the selected pods that are not on the latest
 // revision and are upgradable. They are ordered by readiness, then by
@@ -341,29 +290,70 @@ type Held struct {
 //	partition 50%, p12 drifted, Revert, maxUnavailable 1  → revert p12; p01..p06 wait
 //	partition 0, p05 not upgradable                       → p05 held (NotUpgradable); Target 12 is out of reach until p05 is recreated
 func Next(in Input) (Plan, error) {
-	selector := labels.Everything()
-	if in.Strategy.Selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(in.Strategy.Selector)
-		if err != nil {
-			return Plan{}, fmt.Errorf("updateStrategy.selector: %w", err)
-		}
-		selector = s
+	selected, err := selectorOf(in.Strategy)
+	if err != nil {
+		return Plan{}, err
 	}
-	selected := func(p Pod) bool { return selector.Matches(labels.Set(p.Labels)) }
-
 	scope, err := newScope(in.Pods, in.Strategy, selected)
 	if err != nil {
 		return Plan{}, err
 	}
-	order, err := newUpdateOrder(in.Strategy)
+	pods := slices.Clone(in.Pods)
+	slices.SortFunc(pods, func(a, b Pod) int { return compareKeys(a.Key, b.Key) })
+	due, kept, err := dueOf(pods, in, scope, selected)
 	if err != nil {
 		return Plan{}, err
 	}
-	plan := Plan{Scope: scope}
+	plan := Plan{Scope: scope, Due: len(due)}
+	jobs := jobsOf(pods, due, in)
+	plan.Held = idle(pods, jobs, scope, in.Latest, selected)
+	if stop, reason, msg := stopped(in.Strategy); stop {
+		var held []Held
+		jobs, held = handoffsOnly(jobs, reason, msg)
+		plan.Held = append(plan.Held, held...)
+	}
+	t := newTally(scope, in.Budgets)
+	for _, j := range jobs {
+		j.u = writeFor(j.pod, j.action, in.Latest)
+		if reason, msg, ok := t.holds(j); ok {
+			plan.Held = append(plan.Held, Held{j.pod.Key, reason, msg})
+			continue
+		}
+		t.spend(j)
+		plan.Updates = append(plan.Updates, j.u)
+	}
+	busy := ((plan.Due > 0 || kept) && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
+	plan.Updates = settle(pods, plan.Updates, busy)
+	for _, p := range pods {
+		if !p.ReleaseAt.IsZero() && (plan.ReleaseAt.IsZero() || p.ReleaseAt.Before(plan.ReleaseAt)) {
+			plan.ReleaseAt = p.ReleaseAt
+		}
+	}
+	sortHeld(plan.Held)
+	return plan, nil
+}
 
-	pods := slices.Clone(in.Pods)
-	slices.SortFunc(pods, func(a, b Pod) int { return compareKeys(a.Key, b.Key) })
+// selectorOf returns whether updateStrategy.selector selects a pod.
+func selectorOf(s v1alpha1.UpdateStrategy) (func(Pod) bool, error) {
+	selector := labels.Everything()
+	if s.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(s.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("updateStrategy.selector: %w", err)
+		}
+		selector = sel
+	}
+	return func(p Pod) bool { return selector.Matches(labels.Set(p.Labels)) }, nil
+}
 
+// dueOf returns the pods due for an update, in update order: those on a
+// Withdrawn revision, then the candidates the partition lets move. kept
+// reports whether the partition keeps candidates for a later step.
+func dueOf(pods []Pod, in Input, scope Scope, selected func(Pod) bool) (due []Pod, kept bool, err error) {
+	order, err := newUpdateOrder(in.Strategy)
+	if err != nil {
+		return nil, false, err
+	}
 	var candidates, undone []Pod
 	for _, p := range pods {
 		switch {
@@ -390,84 +380,42 @@ func Next(in Input) (Plan, error) {
 		}
 	}
 	moving := min(max(left, 0), len(candidates))
-	due := append(undone, candidates[:moving]...)
-	plan.Due = len(due)
-	// kept: the partition keeps pods from the latest revision, which a
-	// later step is to write (busy, below).
-	kept := moving < len(candidates)
+	return append(undone, candidates[:moving]...), moving < len(candidates), nil
+}
 
-	type item struct {
-		pod    Pod
-		action Action
-	}
-	var work []item
-	// inWork holds the pods of work, which has one item per pod.
-	inWork := make(map[types.NamespacedName]bool, len(due))
-	add := func(p Pod, a Action) {
-		work = append(work, item{p, a})
-		inWork[p.Key] = true
-	}
-	isDue := make(map[types.NamespacedName]bool, len(due))
-	// rank is a due pod's place in the update order.
+// job is one write Next weighs: the pod, why it is written, and the write
+// (writeFor), which the holds judge.
+type job struct {
+	pod    Pod
+	action Action
+	u      PodUpdate
+}
+
+// jobsOf returns one job per pod with something to write, in the order
+// they are weighed: not-ready pods first, as they lose nothing by a write
+// and it may be what fixes them; among ready ones, reverts and the writes
+// a pod owes before updates; pods on Withdrawn revisions first, then in
+// due's order.
+func jobsOf(pods, due []Pod, in Input) []job {
+	jobs := make([]job, 0, len(due))
 	rank := make(map[types.NamespacedName]int, len(due))
 	for i, p := range due {
-		add(p, ActionUpdate)
-		isDue[p.Key] = true
+		jobs = append(jobs, job{pod: p, action: ActionUpdate})
 		rank[p.Key] = i
 	}
-	if in.DriftPolicy == v1alpha1.DriftRevert {
-		for _, p := range pods {
-			if len(p.Drifted) > 0 && !isDue[p.Key] {
-				add(p, ActionRevertDrift)
-			}
-		}
-	}
-	// What a pod still owes of a write already made, when nothing else
-	// writes it now.
 	for _, p := range pods {
+		_, isDue := rank[p.Key]
 		switch {
-		case inWork[p.Key]:
+		case isDue:
+		case in.DriftPolicy == v1alpha1.DriftRevert && len(p.Drifted) > 0:
+			jobs = append(jobs, job{pod: p, action: ActionRevertDrift})
 		case len(p.ResizeOwed) > 0:
-			add(p, ActionResize)
+			jobs = append(jobs, job{pod: p, action: ActionResize})
 		case len(p.HandoffOwed) > 0:
-			add(p, ActionHandoff)
+			jobs = append(jobs, job{pod: p, action: ActionHandoff})
 		}
 	}
-
-	// Pods with no action still show why, unless an action covers them.
-	for _, p := range pods {
-		switch {
-		case inWork[p.Key] || !selected(p) || p.Updated:
-		case !p.Upgradable:
-			msg := p.NotUpgradable
-			if msg == "" {
-				msg = fmt.Sprintf("something other than an image changed (imageless hash %s, latest %s): the pod needs a recreate",
-					p.Record.ImagelessHash, in.Latest.ImagelessHash)
-			}
-			plan.Held = append(plan.Held, Held{p.Key, HeldNotUpgradable, msg})
-		default:
-			plan.Held = append(plan.Held, Held{p.Key, HeldByPartition, fmt.Sprintf(
-				"partition keeps %s of %d on their revision", podCount(scope.Partition), scope.Selected)})
-		}
-	}
-
-	if stop, reason, msg := stopped(in.Strategy); stop {
-		// A handoff ends a hot upgrade under way, whose old version has
-		// given its work up: held, it would keep the pod down, stopped
-		// halfway (a stalled rollout pauses itself). An update of a pod
-		// that owes one writes the handoff alone (updateOf).
-		handoffs := work[:0:0]
-		for _, w := range work {
-			if w.action == ActionHandoff || w.action == ActionUpdate && len(w.pod.HandoffOwed) > 0 {
-				handoffs = append(handoffs, w)
-				continue
-			}
-			plan.Held = append(plan.Held, Held{w.pod.Key, reason, msg})
-		}
-		work = handoffs
-	}
-
-	slices.SortStableFunc(work, func(a, b item) int {
+	slices.SortStableFunc(jobs, func(a, b job) int {
 		return cmp.Or(
 			compareBool(a.pod.PodReady, b.pod.PodReady),
 			compareBool(a.action == ActionUpdate, b.action == ActionUpdate),
@@ -475,155 +423,98 @@ func Next(in Input) (Plan, error) {
 			cmp.Compare(rank[a.pod.Key], rank[b.pod.Key]),
 			compareKeys(a.pod.Key, b.pod.Key))
 	})
-	room := scope.MaxUnavailable - scope.Unavailable
-	spent := map[string]int32{}
-	for _, bs := range in.Budgets {
-		for _, b := range bs {
-			spent[b.Name] = b.Spent
-		}
+	return jobs
+}
+
+// idle returns why the selected pods with nothing to write and not on the
+// latest revision stay where they are: they need a recreate, or the
+// partition keeps them.
+func idle(pods []Pod, jobs []job, scope Scope, latest Latest, selected func(Pod) bool) []Held {
+	busy := make(map[types.NamespacedName]bool, len(jobs))
+	for _, j := range jobs {
+		busy[j.pod.Key] = true
 	}
-	for _, w := range work {
-		if w.pod.NodeLost {
-			plan.Held = append(plan.Held, Held{w.pod.Key, HeldNodeLost,
-				"its node is not Ready: the pod is written once the node is back"})
-			continue
-		}
-		if w.pod.BackButOwed {
-			// Its record says it is back first (ActionRecordBack, in
-			// settle): then it no longer counts, and the write it owes
-			// takes a slot as a new one does. Written now, that write
-			// would leave the record unwritten for as long as it fails.
-			plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight,
-				"the pod is back but for a write that restarts it again; recording that it is back first"})
-			continue
-		}
-		if c, ok := w.pod.runningInFlight(); ok {
-			// Written again now, the pod could show, as the kubelet's first
-			// status of the new spec, the container of the write in flight
-			// running and ready, and be judged done just before the kubelet
-			// replaces it. A write whose container does not run (a pull that
-			// fails, a crash loop) is written over at once: an undo.
-			msg := fmt.Sprintf("the kubelet has not finished the last write of %s yet", c)
-			if w.pod.ResizeCondition != "" {
-				msg += " (" + w.pod.ResizeCondition + ")"
-			}
-			plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight, msg})
-			continue
-		}
-		if c, ok := w.pod.unacted(); ok {
-			shows := fmt.Sprintf("still shows %s running", c.StatusImage)
-			if !c.Running {
-				shows = "is still replacing the container"
-			}
-			plan.Held = append(plan.Held, Held{w.pod.Key, HeldChangeInFlight, fmt.Sprintf(
-				"the pod spec says %s for %s, but the kubelet %s: waiting for it to act on that change",
-				c.Image, c.Name, shows)})
-			continue
-		}
-		var u PodUpdate
-		switch w.action {
-		case ActionUpdate:
-			if u = updateOf(w.pod, in.Latest); u.Action == ActionHandoff && len(u.Containers) == 0 {
-				// The handoff comes first (hot.go), and waits for a write
-				// of the old slot in flight: an update now would record the
-				// latest revision without the hot sidecar's image.
-				plan.Held = append(plan.Held, Held{w.pod.Key, HeldInFlight, fmt.Sprintf(
-					"the handoff of %s waits for the kubelet to finish the last write of its old slot",
-					strings.Join(w.pod.HandoffOwed, ", "))})
-				continue
-			}
-		case ActionResize:
-			u = PodUpdate{Pod: w.pod.Key, Action: ActionResize, Resize: w.pod.ResizeOwed, State: w.pod.Record}
-		case ActionHandoff:
-			if u = handoffOf(w.pod, in.Latest); len(u.Containers) == 0 {
-				plan.Held = append(plan.Held, Held{w.pod.Key, HeldNotUpgradable, fmt.Sprintf(
-					"the set no longer declares %s upgraded hot: its hot upgrade cannot end, and the pod needs a recreate",
-					strings.Join(w.pod.HandoffOwed, ", "))})
-				continue
-			}
-		default:
-			u = revertOf(w.pod)
-		}
-		// Whether the pod is ready is its Ready condition, never whether a
-		// sidecar's completion is proven: a pod whose last update is not
-		// proven complete is still serving, and a write restarts it. A pod
-		// the rollout disrupted already holds its slot and its budgets'
-		// disruption: writing it again takes nothing more, and keeps them.
-		// A pod another set's rollout has down would stay down longer for
-		// this write, which no budget or slot would count: it waits until
-		// it is back, unless the write is to a sidecar that does not serve
-		// (Pod.DisruptedByOthers), or is a handoff, whether owed alone or
-		// the first step of an update (updateOf): the old slot it writes
-		// has handed its work over, and held, the hot upgrade could not
-		// end.
-		if w.pod.DisruptedByOthers && !w.pod.Disrupting && u.Action != ActionHandoff && u.restartsRunning(w.pod) && !u.writesUnserving(w.pod) {
-			plan.Held = append(plan.Held, Held{w.pod.Key, HeldByOtherRollout,
-				"another SidecarSet's rollout has the pod down; it goes once the pod is ready again"})
-			continue
-		}
-		// A handoff or an owed resize into a pod the rollout counts in a
-		// slot of its own ends the disruption it counts: it takes nothing
-		// more. Any other write into a Ready pod restarts it anew, and so
-		// does one into a pod counted without a slot (Write.TurnedReady).
-		counted := w.pod.Disrupting && w.pod.Record.Write != nil && !w.pod.Record.Write.TurnedReady
-		continues := counted && (u.Action == ActionHandoff || u.Action == ActionResize)
-		if u.Disrupts = w.pod.PodReady && !continues && u.restartsRunning(w.pod); u.Disrupts && u.Action == ActionResize {
-			// The pod counts from the resize on; the resize cannot write
-			// the record, so the record goes first.
-			wr := revision.Write{Generation: w.pod.Generation + 1}
-			if u.State.Write != nil {
-				wr = *u.State.Write
-				wr.Generation = max(wr.Generation, w.pod.Generation+1)
-			}
-			// Counted from now on, within maxUnavailable: no longer a
-			// disruption the rollout took no slot for.
-			if u.State.Write == nil || wr != *u.State.Write || !wr.WasReady || wr.TurnedReady {
-				wr.WasReady, wr.TurnedReady = true, false
-				u.State.Write, u.WithRecord = &wr, true
-			}
-		}
-		if u.Disrupts {
-			// A pod that counts already (Ready, waiting out
-			// minReadySeconds, or counted since it turned ready) is in the
-			// count and in its budgets' spent disruptions: its restart
-			// takes that place, not one more, and only while the count is
-			// within maxUnavailable.
-			var own int32
-			if w.pod.Disrupting {
-				own = 1
-			}
-			if room+int(own) <= 0 {
-				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByMaxUnavailable, fmt.Sprintf(
-					"maxUnavailable %d reached: %s updating or updated but not ready",
-					scope.MaxUnavailable, podCount(scope.MaxUnavailable-room))})
-				continue
-			}
-			if b, ok := exhausted(in.Budgets[w.pod.Key], spent, own); ok {
-				plan.Held = append(plan.Held, Held{w.pod.Key, HeldByDisruptionBudget, fmt.Sprintf(
-					"PodDisruptionBudget %s allows no further disruption now", b.Name)})
-				continue
-			}
-			room -= 1 - int(own)
-			for _, b := range in.Budgets[w.pod.Key] {
-				spent[b.Name] += 1 - own
-			}
-		}
-		if u.writesSpec() && u.State.Write != nil {
-			wr := *u.State.Write
-			wr.MinReadySeconds = in.Latest.MinReadySeconds
-			u.State.Write = &wr
-		}
-		plan.Updates = append(plan.Updates, u)
-	}
-	busy := ((plan.Due > 0 || kept) && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
-	plan.Updates = settle(pods, plan.Updates, busy)
+	var held []Held
 	for _, p := range pods {
-		if !p.ReleaseAt.IsZero() && (plan.ReleaseAt.IsZero() || p.ReleaseAt.Before(plan.ReleaseAt)) {
-			plan.ReleaseAt = p.ReleaseAt
+		switch {
+		case busy[p.Key] || !selected(p) || p.Updated:
+		case !p.Upgradable:
+			msg := p.NotUpgradable
+			if msg == "" {
+				msg = fmt.Sprintf("something other than an image changed (imageless hash %s, latest %s): the pod needs a recreate",
+					p.Record.ImagelessHash, latest.ImagelessHash)
+			}
+			held = append(held, Held{p.Key, HeldNotUpgradable, msg})
+		default:
+			held = append(held, Held{p.Key, HeldByPartition, fmt.Sprintf(
+				"partition keeps %s of %d on their revision", podCount(scope.Partition), scope.Selected)})
 		}
 	}
-	sortHeld(plan.Held)
-	return plan, nil
+	return held
+}
+
+// handoffsOnly keeps, of a stopped rollout's jobs, the handoffs, and holds
+// the rest with reason. A handoff ends a hot upgrade under way, whose old
+// version has given its work up: held, it would keep the pod down, stopped
+// halfway (a stalled rollout pauses itself). An update of a pod that owes
+// one writes the handoff alone (updateOf).
+func handoffsOnly(jobs []job, reason HoldReason, msg string) ([]job, []Held) {
+	var kept []job
+	var held []Held
+	for _, j := range jobs {
+		if j.action == ActionHandoff || j.action == ActionUpdate && len(j.pod.HandoffOwed) > 0 {
+			kept = append(kept, j)
+			continue
+		}
+		held = append(held, Held{j.pod.Key, reason, msg})
+	}
+	return kept, held
+}
+
+// writeFor returns the write of action into p, with whether it disrupts
+// the pod (PodUpdate.Disrupts). Whether the pod is ready is its Ready
+// condition, never whether a sidecar's completion is proven: a pod whose
+// last update is not proven complete is still serving, and a write
+// restarts it.
+func writeFor(p Pod, action Action, latest Latest) PodUpdate {
+	var u PodUpdate
+	switch action {
+	case ActionUpdate:
+		u = updateOf(p, latest)
+	case ActionResize:
+		u = PodUpdate{Pod: p.Key, Action: ActionResize, Resize: p.ResizeOwed, State: p.Record}
+	case ActionHandoff:
+		u = handoffOf(p, latest)
+	default:
+		u = revertOf(p)
+	}
+	// A handoff or an owed resize into a pod the rollout counts in a slot
+	// of its own ends the disruption it counts: it takes nothing more. Any
+	// other write into a Ready pod restarts it anew, and so does one into
+	// a pod counted without a slot (Write.TurnedReady).
+	counted := p.Disrupting && p.Record.Write != nil && !p.Record.Write.TurnedReady
+	continues := counted && (u.Action == ActionHandoff || u.Action == ActionResize)
+	if u.Disrupts = p.PodReady && !continues && u.restartsRunning(p); u.Disrupts && u.Action == ActionResize {
+		// The pod counts from the resize on; the resize cannot write the
+		// record, so the record goes first.
+		wr := revision.Write{Generation: p.Generation + 1}
+		if u.State.Write != nil {
+			wr = *u.State.Write
+			wr.Generation = max(wr.Generation, p.Generation+1)
+		}
+		// Counted from now on, within maxUnavailable: no longer a
+		// disruption the rollout took no slot for.
+		if u.State.Write == nil || wr != *u.State.Write || !wr.WasReady || wr.TurnedReady {
+			wr.WasReady, wr.TurnedReady = true, false
+			u.State.Write, u.WithRecord = &wr, true
+		}
+	}
+	if u.writesSpec() && u.State.Write != nil {
+		wr := *u.State.Write
+		wr.MinReadySeconds = latest.MinReadySeconds
+		u.State.Write = &wr
+	}
+	return u
 }
 
 // settle appends to updates a record of the disruption of every pod
@@ -813,29 +704,6 @@ func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (S
 	return sc, nil
 }
 
-// stopped reports whether the strategy forbids writing running pods.
-func stopped(s v1alpha1.UpdateStrategy) (bool, HoldReason, string) {
-	switch {
-	case s.Type == v1alpha1.NotUpdateStrategy:
-		return true, HeldNotUpdate, "updateStrategy.type is NotUpdate: running pods keep their revision"
-	case s.Paused:
-		return true, HeldPaused, "updateStrategy.paused is true"
-	}
-	return false, "", ""
-}
-
-// exhausted returns the first budget that allows no further disruption once
-// the ones spent by this plan are counted, but for own, the pod's own
-// disruption that the spent ones count already.
-func exhausted(budgets []Budget, spent map[string]int32, own int32) (Budget, bool) {
-	for _, b := range budgets {
-		if b.DisruptionsAllowed-(spent[b.Name]-own) <= 0 {
-			return b, true
-		}
-	}
-	return Budget{}, false
-}
-
 // updateOf writes the latest images into p's running sidecars and records
 // the latest revision.
 //
@@ -1014,10 +882,6 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	// was so.
 	w.TurnedReady = kept && p.Record.Write.TurnedReady
 	return w
-}
-
-func sortHeld(h []Held) {
-	slices.SortFunc(h, func(a, b Held) int { return compareKeys(a.Pod, b.Pod) })
 }
 
 func compareKeys(a, b types.NamespacedName) int {

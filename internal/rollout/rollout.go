@@ -1,8 +1,17 @@
 // Package rollout decides, from plain values, how running pods move to a
-// SidecarSet's latest revision: which pods are updated, updating, not
-// upgradable, drifted or ready; whether the kubelet really finished an
-// in-place image update; which pods to patch next; and whether a pod without
-// records may be adopted. It never reads or writes the cluster.
+// SidecarSet's latest revision. It never reads or writes the cluster.
+//
+//	record      the set's entry of the pod's state annotation: revision, images, last Write
+//	write       one patch of sidecar images and the record into a running pod
+//	complete    the kubelet runs the written image in a new container (UpdateComplete)
+//	disrupting  written while Ready, and not yet Ready past minReadySeconds with every
+//	            written sidecar complete: it holds one slot of maxUnavailable and one
+//	            disruption of each of its PodDisruptionBudgets
+//	back        the last write is complete and the pod released; a settle forgets the write
+//	due         not on the latest revision, and the partition lets it move now
+//	held        has a write to make that a hold keeps back (holdChain), and says why
+//	upgradable  reaches the latest revision in place; otherwise it needs a recreate
+//	drifted     someone else changed a sidecar's image in the pod spec
 //
 // The controller uses it in this order:
 //

@@ -179,74 +179,7 @@ type Result struct {
 func Compute(in Input) Result {
 	now := in.Now.Rfc3339Copy()
 	sc := in.Plan.Scope
-	prev := in.Previous
-	st := v1alpha1.SidecarSetStatus{
-		ObservedGeneration: in.Generation,
-		LatestRevision:     in.Latest.Name,
-		MatchedPods:        int32(len(in.Pods)),
-		UnmanagedPods:      in.Unmanaged,
-		SkippedPods:        in.Skipped,
-		CompletedRevision:  prev.CompletedRevision,
-	}
-	var c counts
-	// Pods that only a PodDisruptionBudget, another set's rollout or
-	// someone else's change the kubelet has not acted on holds are not the
-	// rollout's failure: the budget is spent by others, or allows nothing;
-	// the other rollout has the pod down; the kubelet still shows the image
-	// from before a hand edit (which, for a tag that shares its content
-	// with others, it may show for as long as the container runs). The
-	// rollout waits for them, says so, and does not stall on them: due
-	// pods, and pods it does not have down that still owe a write of their
-	// update (a resize that did not land, the handoff of a hot upgrade).
-	heldByOthers := make(map[types.NamespacedName]bool)
-	for _, h := range in.Plan.Held {
-		switch h.Reason {
-		case rollout.HeldByDisruptionBudget, rollout.HeldByOtherRollout, rollout.HeldChangeInFlight:
-			heldByOthers[h.Pod] = true
-		case rollout.HeldNodeLost:
-			c.nodeLost++
-		}
-	}
-	// failingPods: pods in flight that others alone do not hold.
-	failingPods := 0
-	for _, p := range in.Pods {
-		if p.Updated {
-			st.UpdatedPods++
-		}
-		if p.Ready {
-			st.ReadyPods++
-		}
-		if p.Updated && p.Available {
-			st.UpdatedReadyPods++
-		}
-		if !p.Upgradable {
-			st.NotUpgradablePods++
-		}
-		if len(p.Drifted) > 0 {
-			st.DriftedPods++
-		}
-		if len(p.StaleInit) > 0 {
-			c.staleInit++
-		}
-		if len(p.Rewritten(in.Latest)) > 0 {
-			c.rewritten++
-		}
-		switch {
-		case p.Updating:
-			c.updating++
-		case p.Updated && !p.Ready:
-			c.updatedNotReady++
-		case p.Updated && !p.Available:
-			c.minReady++
-		}
-		if p.Awaited() {
-			c.inFlight++
-			if p.Disrupting || !heldByOthers[p.Key] {
-				failingPods++
-			}
-		}
-	}
-
+	st, c, failingPods, heldByOthers := count(in)
 	notUpdate := in.Strategy.Type == v1alpha1.NotUpdateStrategy
 	active := !notUpdate && !in.Strategy.Paused
 	// Due pods on lost nodes are not waited for: they go when it is back.
@@ -258,38 +191,18 @@ func Compute(in Input) Result {
 	// that can hide only a due pod held for a reason of the rollout's own,
 	// maxUnavailable or its own write in flight, and then a pod it is
 	// waiting for is failing already.
-	failing := failingPods > 0 || (!notUpdate && in.Plan.Due > len(heldByOthers)+c.nodeLost)
+	failing := failingPods > 0 || (!notUpdate && in.Plan.Due > heldByOthers+c.nodeLost)
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
-
-	prevProgressing := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionProgressing)
-	prevStalled := meta.IsStatusConditionTrue(prev.Conditions, v1alpha1.ConditionStalled)
-	sameRevision := prev.LatestRevision == in.Latest.Name
-	restarted := !sameRevision || prevProgressing == nil ||
-		(prevProgressing.Status != metav1.ConditionTrue && prevProgressing.Reason != ReasonProgressDeadlineExceeded)
-	progressed := restarted ||
-		st.UpdatedPods > prev.UpdatedPods ||
-		st.UpdatedReadyPods > prev.UpdatedReadyPods ||
-		movesPods(in.Plan.Updates)
-
-	res := Result{}
 	deadline := DefaultProgressDeadline
 	if s := in.Strategy.ProgressDeadlineSeconds; s != nil {
 		deadline = time.Duration(*s) * time.Second
 	}
-	var due time.Duration
+	stalled, due := false, time.Duration(0)
 	if failing && active {
-		// The clock runs only while there is work: a set with nothing to do
-		// cannot stall, however long it stays so.
-		last := now
-		if p := prev.LastProgressTime; p != nil && !progressed {
-			last = *p
-		}
-		st.LastProgressTime = &last
-		due = deadline - now.Sub(last.Time)
+		st.LastProgressTime, due, stalled = clock(in, st, now, deadline)
 	}
-	stalled := active && failing && (due <= 0 || (prevStalled && !progressed))
 
 	shown := sc
 	prefix := ""
@@ -299,6 +212,7 @@ func Compute(in Input) Result {
 		prefix = "updateStrategy.type is NotUpdate, running pods keep their revision: "
 	}
 	summary := prefix + summarize(st, shown, c, in.Plan.Held, in.Strategy.Selector != nil)
+	res := Result{PauseRollout: stalled}
 	var reason, message string
 	switch {
 	case complete && sc.Partition > 0 && !notUpdate:
@@ -320,11 +234,106 @@ func Compute(in Input) Result {
 			res.RecheckAfter = due
 		}
 	}
-	res.PauseRollout = stalled
+	st.Conditions = conditions(in, now, reason, message, work && active && !stalled, complete, stalled)
+	res.Status = st
+	return res
+}
 
-	st.Conditions = slices.Clone(prev.Conditions)
+// count returns the status's pod counts, the counts its message tells,
+// how many pods in flight others alone do not hold (failing), and how many
+// pods others alone hold.
+//
+// Pods that only a PodDisruptionBudget, another set's rollout or someone
+// else's change the kubelet has not acted on holds are not the rollout's
+// failure: the budget is spent by others, or allows nothing; the other
+// rollout has the pod down; the kubelet still shows the image from before
+// a hand edit (which, for a tag that shares its content with others, it
+// may show for as long as the container runs). The rollout waits for them,
+// says so, and does not stall on them: due pods, and pods it does not have
+// down that still owe a write of their update (a resize that did not land,
+// the handoff of a hot upgrade).
+func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOthers int) {
+	st = v1alpha1.SidecarSetStatus{
+		ObservedGeneration: in.Generation,
+		LatestRevision:     in.Latest.Name,
+		MatchedPods:        int32(len(in.Pods)),
+		UnmanagedPods:      in.Unmanaged,
+		SkippedPods:        in.Skipped,
+		CompletedRevision:  in.Previous.CompletedRevision,
+	}
+	byOthers := make(map[types.NamespacedName]bool)
+	for _, h := range in.Plan.Held {
+		switch h.Reason {
+		case rollout.HeldByDisruptionBudget, rollout.HeldByOtherRollout, rollout.HeldChangeInFlight:
+			byOthers[h.Pod] = true
+		case rollout.HeldNodeLost:
+			c.nodeLost++
+		}
+	}
+	for _, p := range in.Pods {
+		st.UpdatedPods += one(p.Updated)
+		st.ReadyPods += one(p.Ready)
+		st.UpdatedReadyPods += one(p.Updated && p.Available)
+		st.NotUpgradablePods += one(!p.Upgradable)
+		st.DriftedPods += one(len(p.Drifted) > 0)
+		c.staleInit += int(one(len(p.StaleInit) > 0))
+		c.rewritten += int(one(len(p.Rewritten(in.Latest)) > 0))
+		switch {
+		case p.Updating:
+			c.updating++
+		case p.Updated && !p.Ready:
+			c.updatedNotReady++
+		case p.Updated && !p.Available:
+			c.minReady++
+		}
+		if p.Awaited() {
+			c.inFlight++
+			if p.Disrupting || !byOthers[p.Key] {
+				failing++
+			}
+		}
+	}
+	return st, c, failing, len(byOthers)
+}
+
+func one(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// clock returns, for a rollout with work that fails to progress, when it
+// last progressed, how long it has left before progressDeadlineSeconds,
+// and whether it stalled: the deadline passed, or it stalled before and
+// has not progressed since. The clock runs only while there is work: a set
+// with nothing to do cannot stall, however long it stays so.
+func clock(in Input, st v1alpha1.SidecarSetStatus, now metav1.Time, deadline time.Duration) (*metav1.Time, time.Duration, bool) {
+	prev := in.Previous
+	prevProgressing := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionProgressing)
+	restarted := prev.LatestRevision != in.Latest.Name || prevProgressing == nil ||
+		(prevProgressing.Status != metav1.ConditionTrue && prevProgressing.Reason != ReasonProgressDeadlineExceeded)
+	progressed := restarted ||
+		st.UpdatedPods > prev.UpdatedPods ||
+		st.UpdatedReadyPods > prev.UpdatedReadyPods ||
+		movesPods(in.Plan.Updates)
+	last := now
+	if p := prev.LastProgressTime; p != nil && !progressed {
+		last = *p
+	}
+	due := deadline - now.Sub(last.Time)
+	stalled := due <= 0 || (meta.IsStatusConditionTrue(prev.Conditions, v1alpha1.ConditionStalled) && !progressed)
+	return &last, due, stalled
+}
+
+// conditions returns the previous conditions updated: Progressing,
+// Complete and Stalled, each with reason and message. A rollout paused
+// because it stalled still says why it stopped.
+func conditions(in Input, now metav1.Time, reason, message string, progressing, complete, stalled bool) []metav1.Condition {
+	prev := in.Previous
+	out := slices.Clone(prev.Conditions)
 	set := func(conditionType string, isTrue bool, why, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		meta.SetStatusCondition(&out, metav1.Condition{
 			Type:               conditionType,
 			Status:             conditionStatus(isTrue),
 			ObservedGeneration: in.Generation,
@@ -333,17 +342,16 @@ func Compute(in Input) Result {
 			Message:            msg,
 		})
 	}
-	set(v1alpha1.ConditionProgressing, work && active && !stalled, reason, message)
+	set(v1alpha1.ConditionProgressing, progressing, reason, message)
 	set(v1alpha1.ConditionComplete, complete, reason, message)
-	if prevStalled && !active && !complete && sameRevision {
-		// A rollout paused because it stalled still says why it stopped.
+	active := in.Strategy.Type != v1alpha1.NotUpdateStrategy && !in.Strategy.Paused
+	if meta.IsStatusConditionTrue(prev.Conditions, v1alpha1.ConditionStalled) && !active && !complete && prev.LatestRevision == in.Latest.Name {
 		kept := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionStalled)
 		set(v1alpha1.ConditionStalled, true, kept.Reason, kept.Message)
 	} else {
 		set(v1alpha1.ConditionStalled, stalled, reason, message)
 	}
-	res.Status = st
-	return res
+	return out
 }
 
 // leftOver returns, when the rollout has nothing left to write or wait for,
