@@ -1,12 +1,15 @@
 package inject_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
@@ -466,6 +469,48 @@ func deepCopies(sets []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
 // TestInjectWarnings says, case by case, which warnings hold for the set
 // whatever the pod (SetWarnings, given when the set is applied) and which
 // depend on the pod (Inject, given on the pod's create).
+// isReadinessWarning reports whether w is SetWarnings' warning about a
+// sidecar without a readiness probe.
+func isReadinessWarning(w string) bool {
+	return strings.Contains(w, "has no readiness probe: it is Ready as soon as it runs")
+}
+
+// TestSetWarningsReadiness: a sidecar that keeps running without a readiness
+// probe draws a warning that names minReadySeconds; one with a probe, an
+// ordinary init container, and a HotUpgrade sidecar (warned about its exec
+// probe instead) draw none.
+func TestSetWarningsReadiness(t *testing.T) {
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	always := corev1.ContainerRestartPolicyAlways
+	set := &v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{
+		UpdateStrategy: v1alpha1.UpdateStrategy{MinReadySeconds: ptr.To[int32](10)},
+		Containers: []v1alpha1.SidecarContainer{
+			{Container: corev1.Container{Name: "exporter"}},
+			{Container: corev1.Container{Name: "proxy", ReadinessProbe: probe}},
+			{Container: corev1.Container{Name: "agent"}, UpgradeStrategy: &v1alpha1.UpgradeStrategy{
+				UpgradeType: v1alpha1.HotUpgrade, HotUpgradeEmptyImage: "empty:1"}},
+		},
+		InitContainers: []v1alpha1.SidecarContainer{
+			{Container: corev1.Container{Name: "schema"}},
+			{Container: corev1.Container{Name: "shipper", RestartPolicy: &always}},
+		},
+	}}
+	var got []string
+	for _, w := range inject.SetWarnings(set) {
+		if isReadinessWarning(w) {
+			got = append(got, w)
+		}
+	}
+	const note = ` has no readiness probe: it is Ready as soon as it runs, so in a rollout only updateStrategy.minReadySeconds (10) holds a pod whose new image fails soon after it starts; add a probe that says the sidecar serves`
+	want := []string{
+		`spec.containers[0].readinessProbe: container "exporter"` + note,
+		`spec.initContainers[1].readinessProbe: container "shipper"` + note,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("readiness warnings (-want +got):\n%s", diff)
+	}
+}
+
 func TestInjectWarnings(t *testing.T) {
 	bestEffortPod := func() *testutil.PodBuilder {
 		return testutil.Pod("shop", "job-0").Labels(dbLabels).Container("app", appImage)
@@ -600,7 +645,9 @@ func TestInjectWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var set []string
 			for _, s := range tc.sets {
-				set = append(set, inject.SetWarnings(s)...)
+				// The readiness warning has a test of its own
+				// (TestSetWarningsReadiness); these sets have no probes.
+				set = append(set, slices.DeleteFunc(inject.SetWarnings(s), isReadinessWarning)...)
 			}
 			if diff := cmp.Diff(tc.setWarnings, set, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("SetWarnings() (-want +got):\n%s", diff)

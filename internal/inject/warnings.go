@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 )
@@ -21,7 +23,12 @@ import (
 //   - a HotUpgrade sidecar without an exec readiness probe: the old
 //     container gets the empty image once the new one is Ready, and only a
 //     probe that runs in the container can say it has taken over (one on
-//     the pod's network is answered by whichever container listens).
+//     the pod's network is answered by whichever container listens);
+//   - any other sidecar that keeps running (a container, or an init
+//     container with restartPolicy Always) without a readiness probe: it is
+//     Ready as soon as it runs, so only updateStrategy.minReadySeconds
+//     keeps a rollout of an image that fails soon after it starts within
+//     maxUnavailable.
 //
 // Worked case: a set declaring container proxy (envoy:1, no resources) and
 // init container mesh-init (mesh@sha256:..., with requests) gives
@@ -37,16 +44,22 @@ import (
 func SetWarnings(set *v1alpha1.SidecarSet) []string {
 	var out []string
 	spec := field.NewPath("spec")
+	minReady := ptr.Deref(set.Spec.UpdateStrategy.MinReadySeconds, 0)
 	for i := range set.Spec.Containers {
-		out = appendContainerWarnings(out, spec.Child("containers").Index(i), &set.Spec.Containers[i])
+		out = appendContainerWarnings(out, spec.Child("containers").Index(i), &set.Spec.Containers[i], true, minReady)
 	}
 	for i := range set.Spec.InitContainers {
-		out = appendContainerWarnings(out, spec.Child("initContainers").Index(i), &set.Spec.InitContainers[i])
+		sc := &set.Spec.InitContainers[i]
+		runs := sc.RestartPolicy != nil && *sc.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		out = appendContainerWarnings(out, spec.Child("initContainers").Index(i), sc, runs, minReady)
 	}
 	return out
 }
 
-func appendContainerWarnings(out []string, path *field.Path, sc *v1alpha1.SidecarContainer) []string {
+// appendContainerWarnings appends the warnings about sc, at path; runs: it
+// keeps running once the pod started. minReady is the set's
+// updateStrategy.minReadySeconds.
+func appendContainerWarnings(out []string, path *field.Path, sc *v1alpha1.SidecarContainer, runs bool, minReady int32) []string {
 	if len(sc.Resources.Requests) == 0 && len(sc.Resources.Limits) == 0 && sc.ResourcesPolicy == nil {
 		out = append(out, fmt.Sprintf("%s: container %q has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses, unless the pod declares pod-level resources",
 			path.Child("resources"), sc.Name))
@@ -58,6 +71,9 @@ func appendContainerWarnings(out []string, path *field.Path, sc *v1alpha1.Sideca
 	if sc.Hot() && (sc.ReadinessProbe == nil || sc.ReadinessProbe.Exec == nil) {
 		out = append(out, fmt.Sprintf("%s: HotUpgrade container %q has no exec readiness probe: its old version gets the empty image as soon as the new one is Ready, which without a probe is when it starts, and which a probe over the pod's network cannot tell, as both containers share it; probe with a command that says this container serves",
 			path.Child("readinessProbe"), sc.Name))
+	} else if runs && sc.ReadinessProbe == nil {
+		out = append(out, fmt.Sprintf("%s: container %q has no readiness probe: it is Ready as soon as it runs, so in a rollout only updateStrategy.minReadySeconds (%d) holds a pod whose new image fails soon after it starts; add a probe that says the sidecar serves",
+			path.Child("readinessProbe"), sc.Name, minReady))
 	}
 	return out
 }

@@ -62,7 +62,15 @@ const (
 	digestImage = "registry.example/exporter@sha256:0f5e8a1c0c5a3b9b5f0d2c6c1e7a9b4d3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c"
 	tagNote     = ` is a tag, not a digest (@sha256:...): a re-pushed tag makes pods of one revision run different images`
 	noResources = ` has no resource requests or limits: the scheduler reserves nothing for it and nothing caps what it uses, unless the pod declares pod-level resources`
+	// noProbe is said with the default minReadySeconds.
+	noProbe = ` has no readiness probe: it is Ready as soon as it runs, so in a rollout only updateStrategy.minReadySeconds (10) holds a pod whose new image fails soon after it starts; add a probe that says the sidecar serves`
 )
+
+// catVersion is a readiness probe: no warning about the sidecar's
+// readiness.
+func catVersion() *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/version"}}}}
+}
 
 // TestSidecarSetWarningsOnApply creates and updates a SidecarSet as kubectl
 // apply does: the set's own warnings come back with their field paths when
@@ -73,7 +81,7 @@ func TestSidecarSetWarningsOnApply(t *testing.T) {
 	c, w := warningClient(t)
 	set := sidecarSet("warned-exporter", map[string]string{"example.com/mysql": "warned"},
 		corev1.Container{Name: "exporter", Image: "exporter:1"},
-		corev1.Container{Name: "pinned", Image: digestImage, Resources: resources()})
+		corev1.Container{Name: "pinned", Image: digestImage, Resources: resources(), ReadinessProbe: catVersion()})
 	set.Spec.InitContainers = []v1alpha1.SidecarContainer{{Container: corev1.Container{
 		Name: "mesh-init", Image: "mesh:2", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: resources()}}}
 	if err := c.Create(ctx, set); err != nil {
@@ -83,7 +91,9 @@ func TestSidecarSetWarningsOnApply(t *testing.T) {
 	want := []string{
 		`spec.containers[0].resources: container "exporter"` + noResources,
 		`spec.containers[0].image: image "exporter:1" of container "exporter"` + tagNote,
+		`spec.containers[0].readinessProbe: container "exporter"` + noProbe,
 		`spec.initContainers[0].image: image "mesh:2" of container "mesh-init"` + tagNote,
+		`spec.initContainers[0].readinessProbe: container "mesh-init"` + noProbe,
 	}
 	if diff := cmp.Diff(want, w.take(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("warnings on create (-want +got):\n%s", diff)
@@ -99,7 +109,9 @@ func TestSidecarSetWarningsOnApply(t *testing.T) {
 	}
 	want = []string{
 		`spec.containers[0].image: image "exporter:2" of container "exporter"` + tagNote,
+		`spec.containers[0].readinessProbe: container "exporter"` + noProbe,
 		`spec.initContainers[0].image: image "mesh:2" of container "mesh-init"` + tagNote,
+		`spec.initContainers[0].readinessProbe: container "mesh-init"` + noProbe,
 	}
 	if diff := cmp.Diff(want, w.take(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("warnings on an update of the containers (-want +got):\n%s", diff)
@@ -115,7 +127,8 @@ func TestSidecarSetWarningsOnApply(t *testing.T) {
 	}
 
 	// A refused set still says what else is wrong with it.
-	bad := sidecarSet("warned-bad", map[string]string{}, corev1.Container{Name: "exporter", Image: "exporter:1", Resources: resources()})
+	bad := sidecarSet("warned-bad", map[string]string{},
+		corev1.Container{Name: "exporter", Image: "exporter:1", Resources: resources(), ReadinessProbe: catVersion()})
 	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.selector") {
 		t.Errorf("create of a set with an empty selector = %v, want refused naming spec.selector", err)
 	}
