@@ -362,10 +362,14 @@ func holds(set *v1alpha1.SidecarSet, podLabels map[string]string, latest bool) s
 	if latest {
 		return ""
 	}
-	if why := rollout.KeptBack(set.Spec.UpdateStrategy, podLabels); why != "" {
-		return why + ": recreated, the pod would take the latest revision, which the rollout holds back"
+	why, partition := rollout.KeptBack(set.Spec.UpdateStrategy, podLabels)
+	switch {
+	case why == "":
+		return ""
+	case partition:
+		return why + ": recreated, the pod would take the latest revision, which the rollout holds back; lower it to 0 first"
 	}
-	return ""
+	return why + ": recreated, the pod would take the latest revision, which the rollout holds back"
 }
 
 // kindCounts counts the pods Restart found, by kind.

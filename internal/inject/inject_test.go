@@ -466,9 +466,6 @@ func deepCopies(sets []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
 	return out
 }
 
-// TestInjectWarnings says, case by case, which warnings hold for the set
-// whatever the pod (SetWarnings, given when the set is applied) and which
-// depend on the pod (Inject, given on the pod's create).
 // isReadinessWarning reports whether w is SetWarnings' warning about a
 // sidecar without a readiness probe.
 func isReadinessWarning(w string) bool {
@@ -509,8 +506,19 @@ func TestSetWarningsReadiness(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("readiness warnings (-want +got):\n%s", diff)
 	}
+
+	// With minReadySeconds 0 nothing holds such a pod, and the warning
+	// says so.
+	set.Spec.UpdateStrategy.MinReadySeconds = ptr.To[int32](0)
+	const zero = `spec.containers[0].readinessProbe: container "exporter" has no readiness probe: it is Ready as soon as it runs, and with updateStrategy.minReadySeconds 0 nothing holds a pod whose new image fails soon after it starts; add a probe that says the sidecar serves, or set minReadySeconds`
+	if got := inject.SetWarnings(set); !slices.Contains(got, zero) {
+		t.Errorf("warnings with minReadySeconds 0 %q, want %q among them", got, zero)
+	}
 }
 
+// TestInjectWarnings says, case by case, which warnings hold for the set
+// whatever the pod (SetWarnings, given when the set is applied) and which
+// depend on the pod (Inject, given on the pod's create).
 func TestInjectWarnings(t *testing.T) {
 	bestEffortPod := func() *testutil.PodBuilder {
 		return testutil.Pod("shop", "job-0").Labels(dbLabels).Container("app", appImage)

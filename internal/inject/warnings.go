@@ -31,10 +31,12 @@ import (
 //     maxUnavailable.
 //
 // Worked case: a set declaring container proxy (envoy:1, no resources) and
-// init container mesh-init (mesh@sha256:..., with requests) gives
+// native sidecar mesh-init (mesh@sha256:..., with requests) gives
 //
 //	spec.containers[0].resources: container "proxy" has no resource requests or limits: ...
 //	spec.containers[0].image: image "envoy:1" of container "proxy" is a tag, not a digest (@sha256:...): ...
+//	spec.containers[0].readinessProbe: container "proxy" has no readiness probe: ...
+//	spec.initContainers[0].readinessProbe: container "mesh-init" has no readiness probe: ...
 //
 // These are the validating webhook's to give, when the set is created or
 // what it puts into pods changes: given on every pod create they would reach
@@ -71,9 +73,12 @@ func appendContainerWarnings(out []string, path *field.Path, sc *v1alpha1.Sideca
 	if sc.Hot() && (sc.ReadinessProbe == nil || sc.ReadinessProbe.Exec == nil) {
 		out = append(out, fmt.Sprintf("%s: HotUpgrade container %q has no exec readiness probe: its old version gets the empty image as soon as the new one is Ready, which without a probe is when it starts, and which a probe over the pod's network cannot tell, as both containers share it; probe with a command that says this container serves",
 			path.Child("readinessProbe"), sc.Name))
-	} else if runs && sc.ReadinessProbe == nil {
+	} else if runs && sc.ReadinessProbe == nil && minReady > 0 {
 		out = append(out, fmt.Sprintf("%s: container %q has no readiness probe: it is Ready as soon as it runs, so in a rollout only updateStrategy.minReadySeconds (%d) holds a pod whose new image fails soon after it starts; add a probe that says the sidecar serves",
 			path.Child("readinessProbe"), sc.Name, minReady))
+	} else if runs && sc.ReadinessProbe == nil {
+		out = append(out, fmt.Sprintf("%s: container %q has no readiness probe: it is Ready as soon as it runs, and with updateStrategy.minReadySeconds 0 nothing holds a pod whose new image fails soon after it starts; add a probe that says the sidecar serves, or set minReadySeconds",
+			path.Child("readinessProbe"), sc.Name))
 	}
 	return out
 }

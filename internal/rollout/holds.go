@@ -71,11 +71,14 @@ type Held struct {
 // the write go.
 type hold func(j job, t *tally) (reason HoldReason, msg string, ok bool)
 
-// holdChain is every hold, in the order they are asked: the first that
-// keeps a write says why. Whose hold it is orders them: the pod's node and
-// the kubelet first (until the pod can take a write, nothing else
-// matters), then the set's own hot upgrade, another SidecarSet's rollout,
-// this set's maxUnavailable, and last the pod's PodDisruptionBudgets.
+// holdChain is every hold on a write Next would make, in the order they are
+// asked: the first that keeps a write says why. Whose hold it is orders
+// them: the pod's node and the kubelet first (until the pod can take a
+// write, nothing else matters), then the set's own hot upgrade, another
+// SidecarSet's rollout, this set's maxUnavailable, and last the pod's
+// PodDisruptionBudgets. Pods with no write to make are held before it:
+// by the partition or as not upgradable (idle), and every write but a
+// handoff by a pause or NotUpdate (handoffsOnly).
 var holdChain = []hold{
 	holdNodeLost,
 	holdBackButOwed,
@@ -97,6 +100,8 @@ type tally struct {
 	spent   map[string]int32
 }
 
+// newTally starts a plan's tally with the room scope leaves and what
+// budgets say is spent.
 func newTally(scope Scope, budgets map[types.NamespacedName][]Budget) *tally {
 	t := &tally{scope: scope, room: scope.MaxUnavailable - scope.Unavailable, budgets: budgets, spent: map[string]int32{}}
 	for _, bs := range budgets {
@@ -266,25 +271,29 @@ func sortHeld(h []Held) {
 	slices.SortFunc(h, func(a, b Held) int { return compareKeys(a.Pod, b.Pod) })
 }
 
-// KeptBack says why strategy s keeps a pod with podLabels on a revision
-// other than the latest, or "" when it lets the pod move: the rollout is
-// stopped (NotUpdate, paused), a partition above 0 keeps some pods, or the
-// selector leaves the pod out. Next holds pods for these reasons, and
-// `kubectl sidecarset restart` recreates no pod they keep: a new pod takes
-// the latest revision at injection.
-func KeptBack(s v1alpha1.UpdateStrategy, podLabels map[string]string) string {
-	if stop, _, msg := stopped(s); stop {
-		return msg
+// KeptBack says why strategy s may keep a pod with podLabels on a revision
+// other than the latest, whatever the count of pods, or "" when it lets
+// the pod move: the rollout is stopped (NotUpdate, paused), a partition
+// above 0 keeps some pods, or the selector leaves the pod out. Next holds
+// pods for the same reasons, the partition by count; `kubectl sidecarset
+// restart` recreates no pod they may keep, as a new pod takes the latest
+// revision at injection. partition reports that the partition keeps it.
+func KeptBack(s v1alpha1.UpdateStrategy, podLabels map[string]string) (why string, partition bool) {
+	switch {
+	case s.Type == v1alpha1.NotUpdateStrategy:
+		return "updateStrategy.type is NotUpdate", false
+	case s.Paused:
+		return "updateStrategy.paused is true", false
 	}
 	if s.Partition != nil {
 		if n, err := intstr.GetScaledValueFromIntOrPercent(s.Partition, 100, true); err != nil || n > 0 {
-			return fmt.Sprintf("updateStrategy.partition %s keeps pods on older revisions", s.Partition.String())
+			return fmt.Sprintf("updateStrategy.partition %s keeps pods on older revisions", s.Partition.String()), true
 		}
 	}
 	if s.Selector != nil {
 		if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err != nil || !sel.Matches(labels.Set(podLabels)) {
-			return "updateStrategy.selector leaves the pod out"
+			return "updateStrategy.selector leaves the pod out", false
 		}
 	}
-	return ""
+	return "", false
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,14 +32,14 @@ func TestKeptBack(t *testing.T) {
 			"updateStrategy.partition 2 keeps pods on older revisions"},
 		{"paused before the partition", v1alpha1.UpdateStrategy{Paused: true, Partition: ptr.To(intstr.FromInt32(2))}, nil,
 			"updateStrategy.paused is true"},
-		{"NotUpdate", v1alpha1.UpdateStrategy{Type: v1alpha1.NotUpdateStrategy}, nil,
-			"updateStrategy.type is NotUpdate: running pods keep their revision"},
+		{"NotUpdate", v1alpha1.UpdateStrategy{Type: v1alpha1.NotUpdateStrategy}, nil, "updateStrategy.type is NotUpdate"},
 		{"selector selects the pod", v1alpha1.UpdateStrategy{Selector: zoneA}, map[string]string{"zone": "a"}, ""},
 		{"selector leaves the pod out", v1alpha1.UpdateStrategy{Selector: zoneA}, map[string]string{"zone": "b"},
 			"updateStrategy.selector leaves the pod out"},
 	} {
-		if got := KeptBack(tc.strategy, tc.labels); got != tc.want {
-			t.Errorf("%s: KeptBack = %q, want %q", tc.name, got, tc.want)
+		got, partition := KeptBack(tc.strategy, tc.labels)
+		if got != tc.want || partition != strings.HasPrefix(tc.want, "updateStrategy.partition") {
+			t.Errorf("%s: KeptBack = %q, %v; want %q", tc.name, got, partition, tc.want)
 		}
 	}
 }
