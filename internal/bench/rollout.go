@@ -60,8 +60,11 @@ type RolloutComparison struct {
 	Pods           int    `json:"pods"`
 	MaxUnavailable string `json:"max_unavailable"`
 	// ControllerSeconds and BaselineSeconds are the medians over the
-	// rounds; Ratio the first over the second.
+	// rounds, the controller's to its last pod write (RolloutPhase.End);
+	// Ratio the first over the second. CompleteSeconds is the
+	// controller's median to its status saying Complete.
 	ControllerSeconds float64 `json:"controller_seconds"`
+	CompleteSeconds   float64 `json:"complete_seconds"`
 	BaselineSeconds   float64 `json:"baseline_seconds"`
 	Ratio             float64 `json:"ratio"`
 	Goal              Goal    `json:"goal"`
@@ -114,19 +117,28 @@ func Median(vs []float64) float64 {
 	return (s[mid-1] + s[mid]) / 2
 }
 
+// End is when the phase's last pod write landed, in seconds from its
+// start: the controller's last settle, or Seconds when it settled before
+// its status said Complete (or is the baseline's).
+func (p RolloutPhase) End() float64 {
+	return max(p.Seconds, p.SettledSeconds)
+}
+
 // CompareRollouts returns, for every size and maxUnavailable in phases,
-// the medians of the controller's and the baseline's seconds and their
-// ratio, judged against the goal of the size's position in sizes (none for
-// a size not listed). A pair that lacks either kind of phase is left out.
-// Worked case: 1,000 pods at 100%, controller 12 s and 14 s, baseline 10 s
-// and 12 s: medians 13 s and 11 s, ratio 1.18, over the goal of 1.15 (not
-// met).
+// the medians of the controller's and the baseline's seconds to their
+// last pod write (End) and their ratio, judged against the goal of the
+// size's position in sizes (none for a size not listed), and the median of
+// the controller's seconds to Complete. A pair that lacks either kind of
+// phase is left out. Worked case: 1,000 pods at 100%, controller 12 s and
+// 14 s, baseline 10 s and 12 s: medians 13 s and 11 s, ratio 1.18, over
+// the goal of 1.15 (not met).
 func CompareRollouts(phases []RolloutPhase, sizes []int) []RolloutComparison {
 	type key struct {
 		pods int
 		mu   string
 	}
 	seconds := map[key]map[string][]float64{}
+	complete := map[key][]float64{}
 	var order []key
 	for _, p := range phases {
 		k := key{p.Pods, p.MaxUnavailable}
@@ -134,7 +146,10 @@ func CompareRollouts(phases []RolloutPhase, sizes []int) []RolloutComparison {
 			seconds[k] = map[string][]float64{}
 			order = append(order, k)
 		}
-		seconds[k][p.Kind] = append(seconds[k][p.Kind], p.Seconds)
+		seconds[k][p.Kind] = append(seconds[k][p.Kind], p.End())
+		if p.Kind == KindController {
+			complete[k] = append(complete[k], p.Seconds)
+		}
 	}
 	var out []RolloutComparison
 	for _, k := range order {
@@ -142,11 +157,12 @@ func CompareRollouts(phases []RolloutPhase, sizes []int) []RolloutComparison {
 		if len(ctl) == 0 || len(base) == 0 {
 			continue
 		}
-		c := RolloutComparison{Pods: k.pods, MaxUnavailable: k.mu, ControllerSeconds: Median(ctl), BaselineSeconds: Median(base)}
+		c := RolloutComparison{Pods: k.pods, MaxUnavailable: k.mu, ControllerSeconds: Median(ctl), CompleteSeconds: Median(complete[k]),
+			BaselineSeconds: Median(base)}
 		c.Ratio = ratio(c.ControllerSeconds, c.BaselineSeconds)
 		if i := slices.Index(sizes, k.pods); i >= 0 && i < len(RolloutGoals) {
 			g := RolloutGoals[i]
-			c.Goal = Goal{Name: fmt.Sprintf("time to Complete / baseline, %d pods", k.pods), Target: fmt.Sprintf("≤ %.2f", g.Max),
+			c.Goal = Goal{Name: fmt.Sprintf("time to the last pod write / baseline, %d pods", k.pods), Target: fmt.Sprintf("≤ %.2f", g.Max),
 				Value: c.Ratio, Met: c.Ratio > 0 && c.Ratio <= g.Max}
 		}
 		out = append(out, c)
@@ -191,7 +207,8 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "Scale %s, %s, %s with the controller and the baseline interleaved; %s.\n", r.Scale, r.Date, r.roundsText(), r.Machine)
 	fmt.Fprintf(&b, "One-minute load average %s.\n\n", r.LoadAverage)
 	fmt.Fprintf(&b, "One SidecarSet's image changes over all its pods on simulated nodes that act at once. The controller's time runs ")
-	fmt.Fprintf(&b, "from the SidecarSet's update to its status saying Complete. The baseline does the job with the same client settings ")
+	fmt.Fprintf(&b, "from the SidecarSet's update to its last pod write, its settles included (\"to Complete s\" is the time to its status ")
+	fmt.Fprintf(&b, "saying Complete). The baseline does the job with the same client settings ")
 	fmt.Fprintf(&b, "(no client-side rate limit) and nothing else: it keeps as many pods disrupted as maxUnavailable allows, writes each ")
 	fmt.Fprintf(&b, "pod's image and a record of the same size in one patch carrying the pod's resourceVersion, %d at a time, waits on a ", r.Concurrency)
 	fmt.Fprintf(&b, "watch for the pod to be Ready on a new imageID, and writes a SidecarSet's status as often as the controller did in the ")
@@ -202,13 +219,14 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "when the last one landed. Its SidecarSet has minReadySeconds 0, as the baseline waits for no pod.\n\n")
 
 	fmt.Fprintf(&b, "## Goals\n\n")
-	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | to Complete s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Comparisons {
 		goal, verdict := "", ""
 		if c.Goal.Name != "" {
 			goal, verdict = c.Goal.Target, met(c.Goal.Met)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %.3f | %s | %s |\n", c.Pods, c.MaxUnavailable, c.ControllerSeconds, c.BaselineSeconds, c.Ratio, goal, verdict)
+		fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %.1f | %.3f | %s | %s |\n", c.Pods, c.MaxUnavailable, c.ControllerSeconds, c.CompleteSeconds,
+			c.BaselineSeconds, c.Ratio, goal, verdict)
 	}
 
 	fmt.Fprintf(&b, "\n## Phases\n\n")
