@@ -70,12 +70,12 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 	return out, nil
 }
 
-// markDisruptedByOthers sets Pod.DisruptedByOthers on the pods that another
+// markDisruptedBy sets Pod.DisruptedBy on the pods that another
 // SidecarSet's rollout has down: a write of this set into one prolongs that
 // disruption. Only a pod that is not ready and carries another set's record
 // can be; the others' writes this manager made are seen even before the
 // cache has them.
-func (r *Reconciler) markDisruptedByOthers(ctx context.Context, set string, pods []matched, classified []rollout.Pod) error {
+func (r *Reconciler) markDisruptedBy(ctx context.Context, set string, pods []matched, classified []rollout.Pod) error {
 	var latest map[string]string
 	for i, p := range pods {
 		if classified[i].PodReady {
@@ -93,7 +93,7 @@ func (r *Reconciler) markDisruptedByOthers(ctx context.Context, set string, pods
 				return err
 			}
 		}
-		classified[i].DisruptedByOthers = rollout.Disrupted(pod, state, latest, r.Clock.Now())
+		classified[i].DisruptedBy = rollout.DisruptedBy(pod, state, latest, r.Clock.Now())
 	}
 	return nil
 }

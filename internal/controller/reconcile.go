@@ -77,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.noteBack(set.Name, classified)
-	if err := r.markDisruptedByOthers(ctx, set.Name, pods, classified); err != nil {
+	if err := r.markDisruptedBy(ctx, set.Name, pods, classified); err != nil {
 		return ctrl.Result{}, err
 	}
 	release := r.holdBudgets()

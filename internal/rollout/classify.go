@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,9 +106,10 @@ type Pod struct {
 	StaleInit []string
 	// PodReady: the pod condition Ready is True.
 	PodReady bool
-	// DisruptedByOthers: another SidecarSet's rollout disrupted the pod
-	// and it is not back yet (Disrupted over the other sets' records); the
-	// caller sets it, Classify knows one record only. A write that would
+	// DisruptedBy names the other SidecarSets whose rollouts disrupted the
+	// pod, which is not back yet (DisruptedBy over the other sets'
+	// records); the caller sets it, Classify knows one record only. A
+	// write that would
 	// restart a running sidecar of such a pod waits (HeldByOtherRollout):
 	// it would keep the pod down longer, unseen by any budget or slot.
 	// Unless it writes a sidecar that does not serve (not running, or not
@@ -117,7 +119,7 @@ type Pod struct {
 	// sync, so the other set counts the pod until the write is done;
 	// waiting could wait for ever, the pod down for that very sidecar (one
 	// whose image does not pull, or that crashes).
-	DisruptedByOthers bool
+	DisruptedBy []string
 	// NodeLost: the pod's node is not Ready (NotReady, or unreachable: its
 	// Ready condition is not True); the caller sets it. Its kubelet acts on
 	// nothing: the pod is not written (HeldNodeLost), and it neither counts
@@ -634,15 +636,21 @@ func podReady(pod *corev1.Pod) bool {
 }
 
 // Disrupted reports whether any SidecarSet's rollout disrupted pod and it is
-// not back yet (Pod.Disrupting for one of the records in state), judged at
-// now. latest maps
-// the existing sets' names to their latest Hash. A set it does not name was
-// deleted and settles nothing any more: its record counts only while its
-// write is in flight, which the kubelet ends. A pod back but for a write
-// of its own (BackButOwed) is ready: it counts for its set until the record
-// says so, and for no budget. PodDisruptionBudgets are shared by every set,
-// so a pod one set disrupted is spent for all of them.
+// not back yet (DisruptedBy names one). PodDisruptionBudgets are shared by
+// every set, so a pod one set disrupted is spent for all of them.
 func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string, now time.Time) bool {
+	return len(DisruptedBy(pod, state, latest, now)) > 0
+}
+
+// DisruptedBy names, sorted, the SidecarSets of state whose rollouts
+// disrupted pod, which is not back yet (Pod.Disrupting), judged at now.
+// latest maps the existing sets' names to their latest Hash. A set it does
+// not name was deleted and settles nothing any more: its record counts
+// only while its write is in flight. A pod back but for a write of its own
+// (BackButOwed) is ready: it counts for its set until the record says so,
+// and for no budget.
+func DisruptedBy(pod *corev1.Pod, state revision.State, latest map[string]string, now time.Time) []string {
+	var names []string
 	for name, rec := range state {
 		hash, ok := latest[name]
 		c := Classify(pod, rec, Latest{Hash: hash, Now: now})
@@ -650,10 +658,11 @@ func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string, 
 			continue
 		}
 		if (ok && c.Disrupting) || (!ok && c.Disrupting && c.Updating) {
-			return true
+			names = append(names, name)
 		}
 	}
-	return false
+	slices.Sort(names)
+	return names
 }
 
 // LatestHashes maps the name of each of sets to its latest revision's

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -327,6 +328,13 @@ func TestDisrupted(t *testing.T) {
 		}
 		if got := Disrupted(pod, state, tc.latest, time.Time{}); got != tc.want {
 			t.Errorf("%s: Disrupted = %v, want %v", tc.name, got, tc.want)
+		}
+		var want []string
+		if tc.want {
+			want = []string{v2.Name}
+		}
+		if got := DisruptedBy(pod, state, tc.latest, time.Time{}); !slices.Equal(got, want) {
+			t.Errorf("%s: DisruptedBy = %v, want %v", tc.name, got, want)
 		}
 	}
 }

@@ -36,7 +36,7 @@ const (
 	// restarts runs.
 	HeldInFlight HoldReason = "InFlight"
 	// HeldByOtherRollout means another SidecarSet's rollout has the pod down
-	// (Pod.DisruptedByOthers), and the write, not a handoff, would restart
+	// (Pod.DisruptedBy), and the write, not a handoff, would restart
 	// a running sidecar of it, every one it writes serving: the pod goes
 	// once it is back.
 	HeldByOtherRollout HoldReason = "OtherRollout"
@@ -211,14 +211,17 @@ func holdHandoff(j job, _ *tally) (HoldReason, string, bool) {
 // holdOtherRollout: another SidecarSet's rollout has the pod down, and this
 // write would keep it down longer, which no budget or slot would count. It
 // goes once the pod is back, unless it writes a sidecar that does not
-// serve (Pod.DisruptedByOthers), or is a handoff, owed alone or the first
+// serve (Pod.DisruptedBy), or is a handoff, owed alone or the first
 // step of an update (updateOf): the old slot it writes has handed its work
 // over, and held, the hot upgrade could not end. A pod this rollout
 // disrupted already holds its slot and its budgets' disruption.
 func holdOtherRollout(j job, _ *tally) (HoldReason, string, bool) {
 	p, u := j.pod, j.u
-	return HeldByOtherRollout, "another SidecarSet's rollout has the pod down; it goes once the pod is ready again",
-		p.DisruptedByOthers && !p.Disrupting && u.Action != ActionHandoff && u.restartsRunning(p) && !u.writesUnserving(p)
+	if len(p.DisruptedBy) == 0 || p.Disrupting || u.Action == ActionHandoff || !u.restartsRunning(p) || u.writesUnserving(p) {
+		return "", "", false
+	}
+	return HeldByOtherRollout, fmt.Sprintf("the rollout of SidecarSet %s has the pod down; it goes once the pod is ready again",
+		strings.Join(p.DisruptedBy, ", ")), true
 }
 
 // holdMaxUnavailable: a write that disrupts the pod finds maxUnavailable

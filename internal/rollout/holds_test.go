@@ -57,7 +57,7 @@ func TestHoldChain(t *testing.T) {
 	}{
 		{"nothing holds", job{}, tally{room: 1}, ""},
 		{"node lost and in flight", job{pod: Pod{NodeLost: true, Containers: inFlight.Containers}}, tally{room: 1}, HeldNodeLost},
-		{"in flight and another set's", job{pod: Pod{DisruptedByOthers: true, Containers: inFlight.Containers}}, tally{room: 1}, HeldInFlight},
+		{"in flight and another set's", job{pod: Pod{DisruptedBy: []string{"other"}, Containers: inFlight.Containers}}, tally{room: 1}, HeldInFlight},
 		{"no room and no budget", job{pod: Pod{}, u: PodUpdate{Disrupts: true}},
 			tally{}, HeldByMaxUnavailable},
 		{"room, budget spent", job{u: PodUpdate{Disrupts: true}},

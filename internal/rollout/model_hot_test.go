@@ -64,7 +64,7 @@ func TestModelHotKept(t *testing.T) {
 		if len(p.HandoffOwed) == 0 {
 			t.Fatalf("no handoff owed in %+v", p)
 		}
-		p.DisruptedByOthers = true
+		p.DisruptedBy = []string{"other"}
 		plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: []rollout.Pod{p}, Strategy: v3.Spec.UpdateStrategy})
 		if err != nil {
 			t.Fatal(err)

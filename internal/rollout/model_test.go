@@ -703,10 +703,10 @@ func (m *model) reconcile(s *mset, lag int) {
 		}
 		cl := rollout.Classify(pod, rec, latest)
 		if !cl.PodReady {
-			// As the controller marks them (markDisruptedByOthers).
+			// As the controller marks them (markDisruptedBy).
 			others := maps.Clone(state)
 			delete(others, s.set.Name)
-			cl.DisruptedByOthers = len(others) > 0 && rollout.Disrupted(pod, others, latestHashes, m.now)
+			cl.DisruptedBy = rollout.DisruptedBy(pod, others, latestHashes, m.now)
 		}
 		pods = append(pods, cl)
 		byName[pod.Name] = pod

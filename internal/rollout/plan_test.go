@@ -104,7 +104,7 @@ func disrupted(p *Pod) {
 func nodeLost(p *Pod) { p.NodeLost, p.PodReady, p.Ready = true, false, false }
 
 // disruptedByOthers: another set's rollout disrupted p.
-func disruptedByOthers(p *Pod) { p.DisruptedByOthers = true }
+func disruptedByOthers(p *Pod) { p.DisruptedBy = []string{"other"} }
 
 // notStarted: p's sidecar is a native one that runs, its startup probe
 // not passed yet.

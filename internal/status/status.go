@@ -444,14 +444,8 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	if c.rewritten > 0 {
 		parts = append(parts, fmt.Sprintf("%d run sidecar images admission rewrote from the declared ones", c.rewritten))
 	}
-	var blocked int
-	for _, h := range held {
-		if h.Reason == rollout.HeldByDisruptionBudget {
-			blocked++
-		}
-	}
-	if blocked > 0 {
-		parts = append(parts, fmt.Sprintf("%d held by a PodDisruptionBudget", blocked))
+	if n := heldBy(held, rollout.HeldByDisruptionBudget); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d held by a PodDisruptionBudget", n))
 	}
 	if n := heldBy(held, rollout.HeldByOtherRollout); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d down for another SidecarSet's rollout", n))

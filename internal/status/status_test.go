@@ -543,7 +543,7 @@ func TestCompute(t *testing.T) {
 			pods: func() []rollout.Pod {
 				ps := fleet(2, mix{})
 				for i := range ps {
-					ps[i].PodReady, ps[i].Ready, ps[i].DisruptedByOthers = false, false, true
+					ps[i].PodReady, ps[i].Ready, ps[i].DisruptedBy = false, false, []string{"other"}
 					// Their sidecars serve: the pods are down for the
 					// other set alone.
 					for j := range ps[i].Containers {
