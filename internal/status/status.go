@@ -262,15 +262,20 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 		CompletedRevision:  in.Previous.CompletedRevision,
 	}
 	byOthers := make(map[types.NamespacedName]bool)
+	otherRollout := make(map[types.NamespacedName]bool)
 	for _, h := range in.Plan.Held {
 		switch h.Reason {
 		case rollout.HeldByDisruptionBudget, rollout.HeldByOtherRollout, rollout.HeldChangeInFlight:
 			byOthers[h.Pod] = true
+			otherRollout[h.Pod] = h.Reason == rollout.HeldByOtherRollout
 		case rollout.HeldNodeLost:
 			c.nodeLost++
 		}
 	}
 	for _, p := range in.Pods {
+		if otherRollout[p.Key] {
+			c.otherSets = append(c.otherSets, p.DisruptedBy...)
+		}
 		st.UpdatedPods += one(p.Updated)
 		st.ReadyPods += one(p.Ready)
 		st.UpdatedReadyPods += one(p.Updated && p.Available)
@@ -293,6 +298,8 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 			}
 		}
 	}
+	slices.Sort(c.otherSets)
+	c.otherSets = slices.Compact(c.otherSets)
 	return st, c, failing, len(byOthers)
 }
 
@@ -413,6 +420,9 @@ type counts struct {
 	// rewritten: pods that run images admission rewrote from the declared
 	// ones (rollout.Pod.Rewritten).
 	rewritten int
+	// otherSets names, sorted, the SidecarSets whose rollouts hold down
+	// the pods held for them (rollout.HeldByOtherRollout).
+	otherSets []string
 }
 
 // summarize spells the counts for a human, e.g.
@@ -448,7 +458,7 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 		parts = append(parts, fmt.Sprintf("%d held by a PodDisruptionBudget", n))
 	}
 	if n := heldBy(held, rollout.HeldByOtherRollout); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d down for another SidecarSet's rollout", n))
+		parts = append(parts, fmt.Sprintf("%d down for the rollout of SidecarSet %s", n, strings.Join(c.otherSets, ", ")))
 	}
 	if c.nodeLost > 0 {
 		parts = append(parts, fmt.Sprintf("%d on nodes that are not Ready", c.nodeLost))
