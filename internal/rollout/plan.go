@@ -768,6 +768,11 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 			// resize that landed without its record, or someone else's):
 			// the write waits for them, and owes nothing.
 			rs.Resized, rs.Resources = true, c.Resources
+		} else if rs.Resized && !declaresResize(latest, rc.Name, rs.Resources) {
+			// An older revision's resize, which did not land, that the
+			// latest one does not declare: owed still, it would resize the
+			// pod to what no revision declares after this write.
+			rs.Resized, rs.Resources = false, nil
 		}
 	}
 	u.State.Write = writeOf(p, u)

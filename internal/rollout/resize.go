@@ -225,6 +225,20 @@ func owedResizes(pod *corev1.Pod, rec revision.SetState) []ContainerResources {
 	return out
 }
 
+// declaresResize reports whether latest declares, for the sidecar name,
+// the cpu and memory r that a write's resize set. Worked cases, r 500m and
+// 128Mi: latest declares limits 500m and 128Mi → true (requests default to
+// limits); 250m and 64Mi → false; nothing for name (a resourcesPolicy) →
+// false.
+func declaresResize(latest Latest, name string, r *corev1.ResourceRequirements) bool {
+	declared, ok := latest.Resources[name]
+	if !ok || r == nil {
+		return false
+	}
+	target, refused := resizeTarget(*r, declared)
+	return refused == "" && sameCPUMemory(target, *r)
+}
+
 // cpuMemoryOf returns the cpu and memory of r alone.
 func cpuMemoryOf(r corev1.ResourceRequirements) *corev1.ResourceRequirements {
 	out := &corev1.ResourceRequirements{}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -387,5 +388,49 @@ func TestResizeComplete(t *testing.T) {
 				t.Errorf("ResizeComplete = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUpdateForgetsAResizeNoLongerDeclared: a pod owes the resize of v2
+// (to 128Mi), which did not land; v3 declares the resources the pod
+// already has (64Mi). The update to v3 writes no resize and forgets the
+// one v2 owed. Kept, the record made the pod owe 128Mi after the update:
+// it was recorded back and then resized to what no revision declared any
+// more, a disruption of its own (found by TestModel,
+// -rapid.seed=8581459926500644625).
+func TestUpdateForgetsAResizeNoLongerDeclared(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	v3 := sizedSet("exporter:v3", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	pod := guaranteedPod("p01", v1)
+	latest := resizableLatest(v2, v1)
+	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	applyUpdate(pod, first.Updates[0])
+	swap(pod)
+	kubeletResizes(pod)
+
+	latest = resizableLatest(v3, v1, v2)
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRecordBack {
+		t.Fatalf("plan %+v, want the pod recorded back first", plan)
+	}
+	applyUpdate(pod, plan.Updates[0])
+	plan, _ = Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionUpdate {
+		t.Fatalf("plan %+v, want v3 written", plan)
+	}
+	u := plan.Updates[0]
+	if rc := u.State.Containers[0]; len(u.Resize) != 0 || rc.Resized || rc.Resources != nil {
+		t.Errorf("update %+v, record %+v: want no resize written and none recorded", u, rc)
+	}
+	applyUpdate(pod, u)
+	swap(pod)
+	kubeletResizes(pod)
+	p := Classify(pod, record(pod), latest)
+	if len(p.ResizeOwed) != 0 || !p.Ready {
+		t.Errorf("%+v: owes %v, want it done and owing nothing", p, p.ResizeOwed)
+	}
+	if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}}); slices.ContainsFunc(plan.Updates, func(u PodUpdate) bool { return u.Action == ActionResize }) {
+		t.Errorf("plan %+v resizes the pod to what v2 declared", plan)
 	}
 }
