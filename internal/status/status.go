@@ -248,7 +248,8 @@ func Compute(in Input) Result {
 // failure: the budget is spent by others, or allows nothing; the other
 // rollout has the pod down; the kubelet still shows the image from before
 // a hand edit (which, for a tag that shares its content with others, it
-// may show for as long as the container runs). The rollout waits for them,
+// may show for as long as the container runs), or is still creating the
+// sidecar (rollout.Container.Unacted). The rollout waits for them,
 // says so, and does not stall on them: due pods, and pods it does not have
 // down that still owe a write of their update (a resize that did not land,
 // the handoff of a hot upgrade).
@@ -464,7 +465,7 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 		parts = append(parts, fmt.Sprintf("%d on nodes that are not Ready", c.nodeLost))
 	}
 	if n := heldBy(held, rollout.HeldChangeInFlight); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d wait for the kubelet to act on an image changed by someone else", n))
+		parts = append(parts, fmt.Sprintf("%d wait for the kubelet to start the sidecar image their pod spec says", n))
 	}
 	if st.DriftedPods > 0 {
 		parts = append(parts, fmt.Sprintf("%d drifted", st.DriftedPods))

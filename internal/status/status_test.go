@@ -580,7 +580,7 @@ func TestCompute(t *testing.T) {
 			lastProgress: ago(2 * time.Hour),
 			want: Result{
 				Status: func() v1alpha1.SidecarSetStatus {
-					msg := "0 of 2 pods updated and ready; 2 wait for the kubelet to act on an image changed by someone else; 2 drifted"
+					msg := "0 of 2 pods updated and ready; 2 wait for the kubelet to start the sidecar image their pod spec says; 2 drifted"
 					s := statusOf(2, 0, 2, 0, conds(cond{yes, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo}))
 					s.DriftedPods = 2
 					return s
