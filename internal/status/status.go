@@ -183,7 +183,10 @@ func Compute(in Input) Result {
 	notUpdate := in.Strategy.Type == v1alpha1.NotUpdateStrategy
 	active := !notUpdate && !in.Strategy.Paused
 	// Due pods on lost nodes are not waited for: they go when it is back.
-	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > c.nodeLost)
+	// Nor due pods whose sidecar the kubelet still creates (Pending): a
+	// pod stuck so (a volume that never mounts) is not Ready, and not the
+	// rollout's to wait for.
+	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > c.nodeLost+c.creating)
 	left := leftOver(in.Pods, sc, c)
 	complete := !work && (notUpdate || left == "")
 	// Due pods that others alone hold, in flight or not, are no failure.
@@ -264,11 +267,13 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 	}
 	byOthers := make(map[types.NamespacedName]bool)
 	otherRollout := make(map[types.NamespacedName]bool)
+	unacted := make(map[types.NamespacedName]bool)
 	for _, h := range in.Plan.Held {
 		switch h.Reason {
 		case rollout.HeldByDisruptionBudget, rollout.HeldByOtherRollout, rollout.HeldChangeInFlight:
 			byOthers[h.Pod] = true
 			otherRollout[h.Pod] = h.Reason == rollout.HeldByOtherRollout
+			unacted[h.Pod] = h.Reason == rollout.HeldChangeInFlight
 		case rollout.HeldNodeLost:
 			c.nodeLost++
 		}
@@ -276,6 +281,9 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 	for _, p := range in.Pods {
 		if otherRollout[p.Key] {
 			c.otherSets = append(c.otherSets, p.DisruptedBy...)
+		}
+		if unacted[p.Key] && p.Pending {
+			c.creating++
 		}
 		st.UpdatedPods += one(p.Updated)
 		st.ReadyPods += one(p.Ready)
@@ -371,8 +379,9 @@ func leftOver(pods []rollout.Pod, sc rollout.Scope, c counts) string {
 	if c.nodeLost > 0 || slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available && p.NodeLost }) {
 		return ReasonPodsOnLostNodes
 	}
-	// Ready for less than minReadySeconds, or not ready at all.
-	if slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available }) {
+	// Ready for less than minReadySeconds, or not ready at all; or Pending
+	// while the kubelet creates the sidecar.
+	if c.creating > 0 || slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available }) {
 		return ReasonPodsNotReady
 	}
 	if sc.Updated < sc.Target && slices.ContainsFunc(pods, func(p rollout.Pod) bool { return !p.Upgradable && !p.Updated }) {
@@ -421,6 +430,9 @@ type counts struct {
 	// rewritten: pods that run images admission rewrote from the declared
 	// ones (rollout.Pod.Rewritten).
 	rewritten int
+	// creating: Pending pods held while the kubelet creates their sidecar
+	// (rollout.HeldChangeInFlight).
+	creating int
 	// otherSets names, sorted, the SidecarSets whose rollouts hold down
 	// the pods held for them (rollout.HeldByOtherRollout).
 	otherSets []string

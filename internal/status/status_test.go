@@ -484,6 +484,30 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// A pod stuck while the kubelet creates its sidecar (a volume
+			// that never mounts) is held, and not waited on: the rollout
+			// neither stalls on it nor waits on it for ever.
+			name: "a due Pending pod whose sidecar the kubelet still creates is not waited on",
+			pods: func() []rollout.Pod {
+				ps := fleet(3, mix{UpdatedReady: 2})
+				ps[2].Pending, ps[2].PodReady, ps[2].Ready, ps[2].Available = true, false, false, false
+				for i := range ps[2].Containers {
+					c := &ps[2].Containers[i]
+					c.Unacted, c.Running, c.Ready, c.ContainerID = true, false, false, ""
+				}
+				return ps
+			}(),
+			strategy:     rolling("0"),
+			previous:     statusOf(3, 2, 2, 2, progressing),
+			lastProgress: ago(time.Hour),
+			want: Result{
+				Status: statusOf(3, 2, 2, 2, conds(
+					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says", nowSec},
+					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says", hourAgo},
+					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says", hourAgo})),
+			},
+		},
+		{
 			// A budget that allows nothing is not the rollout's failure: it
 			// waits, says so, and does not stall and pause itself.
 			name:         "due pods held by a budget alone do not stall",
