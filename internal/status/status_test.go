@@ -144,6 +144,14 @@ func owesResize(p *rollout.Pod) {
 }
 
 // TestCompute mirrors the worked cases in Compute's doc comment, then more.
+// leftConds are the conditions of a rollout with nothing left to write or
+// wait for that is not complete, for reason, after an hour of
+// progressing: Progressing turns False now, Complete and Stalled stay
+// False.
+func leftConds(reason, msg string) []metav1.Condition {
+	return conds(cond{no, reason, msg, nowSec}, cond{no, reason, msg, hourAgo}, cond{no, reason, msg, hourAgo})
+}
+
 func TestCompute(t *testing.T) {
 	const (
 		start    = "0 of 12 pods updated and ready; partition keeps 6"
@@ -404,10 +412,7 @@ func TestCompute(t *testing.T) {
 			lastProgress: ago(time.Minute),
 			want: Result{
 				Status: func() v1alpha1.SidecarSetStatus {
-					s := statusOf(4, 3, 4, 3, conds(
-						cond{no, ReasonPodsNeedRecreate, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", nowSec},
-						cond{no, ReasonPodsNeedRecreate, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo},
-						cond{no, ReasonPodsNeedRecreate, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)", hourAgo}))
+					s := statusOf(4, 3, 4, 3, leftConds(ReasonPodsNeedRecreate, "3 of 4 pods updated and ready; 1 not upgradable (need a recreate)"))
 					s.NotUpgradablePods = 1
 					return s
 				}(),
@@ -422,10 +427,7 @@ func TestCompute(t *testing.T) {
 			previous:     statusOf(12, 12, 10, 10, progressing),
 			lastProgress: ago(time.Hour),
 			want: Result{
-				Status: statusOf(12, 12, 10, 10, conds(
-					cond{no, ReasonPodsNotReady, "10 of 12 pods updated and ready; 2 updated but not ready", nowSec},
-					cond{no, ReasonPodsNotReady, "10 of 12 pods updated and ready; 2 updated but not ready", hourAgo},
-					cond{no, ReasonPodsNotReady, "10 of 12 pods updated and ready; 2 updated but not ready", hourAgo})),
+				Status: statusOf(12, 12, 10, 10, leftConds(ReasonPodsNotReady, "10 of 12 pods updated and ready; 2 updated but not ready")),
 			},
 		},
 		{
@@ -458,10 +460,7 @@ func TestCompute(t *testing.T) {
 			previous:     statusOf(3, 3, 3, 2, progressing),
 			lastProgress: ago(time.Hour),
 			want: Result{
-				Status: statusOf(3, 3, 3, 2, conds(
-					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 ready for less than minReadySeconds", nowSec},
-					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 ready for less than minReadySeconds", hourAgo},
-					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 ready for less than minReadySeconds", hourAgo})),
+				Status: statusOf(3, 3, 3, 2, leftConds(ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 ready for less than minReadySeconds")),
 			},
 		},
 		{
@@ -477,10 +476,7 @@ func TestCompute(t *testing.T) {
 			previous:     statusOf(3, 2, 2, 2, progressing),
 			lastProgress: ago(time.Hour),
 			want: Result{
-				Status: statusOf(3, 2, 2, 2, conds(
-					cond{no, ReasonPodsOnLostNodes, "2 of 3 pods updated and ready; 1 on nodes that are not Ready", nowSec},
-					cond{no, ReasonPodsOnLostNodes, "2 of 3 pods updated and ready; 1 on nodes that are not Ready", hourAgo},
-					cond{no, ReasonPodsOnLostNodes, "2 of 3 pods updated and ready; 1 on nodes that are not Ready", hourAgo})),
+				Status: statusOf(3, 2, 2, 2, leftConds(ReasonPodsOnLostNodes, "2 of 3 pods updated and ready; 1 on nodes that are not Ready")),
 			},
 		},
 		{
@@ -501,10 +497,7 @@ func TestCompute(t *testing.T) {
 			previous:     statusOf(3, 2, 2, 2, progressing),
 			lastProgress: ago(time.Hour),
 			want: Result{
-				Status: statusOf(3, 2, 2, 2, conds(
-					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says", nowSec},
-					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says", hourAgo},
-					cond{no, ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says", hourAgo})),
+				Status: statusOf(3, 2, 2, 2, leftConds(ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says")),
 			},
 		},
 		{
