@@ -178,13 +178,8 @@ type Container struct {
 	// written (someone else changed it), and the kubelet has still to act on
 	// that change: the status shows the container running another image, or
 	// not running while the kubelet replaces it (stopping the old one,
-	// pulling the new one), rather than failing to start the new one. Or
-	// the kubelet is still creating the container: its status shows it
-	// waiting, with no container yet, and not failing to start. The kubelet
-	// publishes a sync's status before it acts, so the container it creates
-	// then is from the spec it read, maybe older than a write now, and no
-	// later status tells it from the one that write starts. A write over
-	// it waits (HeldChangeInFlight).
+	// pulling the new one), rather than failing to start the new one. A
+	// write over it waits (HeldChangeInFlight).
 	Unacted bool
 	// InFlight: the controller wrote the container in place, the write is
 	// not complete yet, and the pod spec still holds it. A write someone
@@ -347,8 +342,7 @@ func (p Pod) containerOf(pod *corev1.Pod, rc revision.ContainerState) (c Contain
 		Recorded:    rc,
 	}
 	drifted := c.drifted()
-	creating := st.State.Waiting != nil && st.ContainerID == "" && !startFailed(st)
-	c.Unacted = c.Runs && (drifted && (c.Running && !runsImage(st, spec.Image) || !c.Running && !startFailed(st)) || creating)
+	c.Unacted = c.Runs && drifted && (c.Running && !runsImage(st, spec.Image) || !c.Running && !startFailed(st))
 	if c.Unresized = c.Running && st.Resources != nil && !runsResources(spec.Resources, st); c.Unresized {
 		c.Resources = cpuMemoryOf(spec.Resources)
 	}

@@ -50,10 +50,9 @@ import (
 // A record of a container never written in place (after injection or
 // adoption) is complete once the container runs: the kubelet created it from
 // the injected spec; so is one written into a pod that ran no container of
-// it then (the kubelet failed to start one; a write waits while it creates
-// one, Container.Unacted). A record written before writes were kept
-// (revision.Write) is judged as it was then: by the imageID changing, or a
-// declared digest equal to the running one.
+// it then. A record written before writes were kept (revision.Write) is
+// judged as it was then: by the imageID changing, or a declared digest
+// equal to the running one.
 //
 // A container that is not running (waiting in ErrImagePull or
 // CrashLoopBackOff, or terminated) is not complete: it runs nothing yet.

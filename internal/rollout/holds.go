@@ -42,13 +42,12 @@ const (
 	HeldByOtherRollout HoldReason = "OtherRollout"
 	// HeldChangeInFlight means someone else changed a running sidecar's image
 	// (a hand edit) and the kubelet has not acted on it yet: its status
-	// still shows another image running; or the kubelet is still creating
-	// the sidecar (Container.Unacted). Written now, the pod would record
+	// still shows another image running. Written now, the pod would record
 	// as the container to see replaced the one the kubelet is about to
-	// replace anyway (or none), and take the container that change starts
-	// for this write's; or, if the kubelet skipped the change, wait for a
-	// restart that never comes. The pod goes once the status shows the
-	// spec's image running, or the kubelet failing to start it. The runtime names a running
+	// replace anyway, and take the container that change starts for this
+	// write's; or, if the kubelet skipped the change, wait for a restart
+	// that never comes. The pod goes once the status shows the spec's
+	// image running, or the kubelet failing to start it. The runtime names a running
 	// image by one of the tags its content has now, so an edit to a tag
 	// that shares its content with others may show as another of them for
 	// as long as the container runs: such a pod waits, reported, and the
@@ -185,10 +184,7 @@ func holdChangeInFlight(j job, _ *tally) (HoldReason, string, bool) {
 		return "", "", false
 	}
 	shows := fmt.Sprintf("still shows %s running", c.StatusImage)
-	switch {
-	case !c.Running && c.ContainerID == "":
-		shows = "is still creating the container"
-	case !c.Running:
+	if !c.Running {
 		shows = "is still replacing the container"
 	}
 	return HeldChangeInFlight, fmt.Sprintf("the pod spec says %s for %s, but the kubelet %s: waiting for it to act on that change",

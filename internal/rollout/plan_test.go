@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -1166,66 +1165,4 @@ func heldReason(plan Plan, name string) HoldReason {
 		}
 	}
 	return ""
-}
-
-// TestWriteWaitsForAContainerBeingCreated: the kubelet publishes a sync's
-// status before it acts, so a sidecar shown waiting to be created, with no
-// container yet, is being created from the spec before any write now. A
-// write then recorded no container to see replaced, and the container
-// created from that older spec, reported at the write's generation, was
-// taken for the write's; a later write back to that image waited for its
-// content for ever (found by TestModel, -rapid.seed=15968413483940429006:
-// a never-ready pod held the rollout InFlight). The write waits until the
-// kubelet shows a container, or its failure to start one.
-func TestWriteWaitsForAContainerBeingCreated(t *testing.T) {
-	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
-	latest := NewLatest(v2)
-	creating := corev1.ContainerStatus{Name: "exporter", Image: "exporter:v1",
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
-	pullFails := creating
-	pullFails.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}
-	tests := []struct {
-		name   string
-		status corev1.ContainerStatus
-		held   HoldReason // "" when the update goes
-	}{
-		{"the kubelet is creating it", creating, HeldChangeInFlight},
-		{"its image does not pull", pullFails, ""},
-		{"it runs", running("exporter", "exporter:v1"), ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pod := injectedPod("p01", v1)
-			pod.Status.ContainerStatuses[1] = tt.status
-			setReady(pod, false)
-			plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := heldReason(plan, "p01"); got != tt.held || (tt.held == "") != (len(plan.Updates) == 1) {
-				t.Errorf("plan %+v: held for %q, want %q", plan, got, tt.held)
-			}
-		})
-	}
-	t.Run("the container created from the older spec is the one the write replaces", func(t *testing.T) {
-		pod := injectedPod("p01", v1)
-		setReady(pod, false)
-		pod.Status.ContainerStatuses[1] = running("exporter", "exporter:v1")
-		pod.Status.ObservedGeneration = pod.Generation
-		plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-		if len(plan.Updates) != 1 {
-			t.Fatalf("plan %+v, want the update", plan)
-		}
-		applyUpdate(pod, plan.Updates[0])
-		// The kubelet's first status at the write's generation, before it
-		// acts: the container from exporter:v1 still runs.
-		pod.Status.ObservedGeneration = pod.Generation
-		if p := Classify(pod, record(pod), latest); !p.Updating {
-			t.Errorf("%+v: the container from exporter:v1 taken for the write's", p.Containers)
-		}
-		swap(pod)
-		if p := Classify(pod, record(pod), latest); p.Updating {
-			t.Errorf("%+v: the write's container not taken for done", p.Containers)
-		}
-	})
 }

@@ -183,10 +183,7 @@ func Compute(in Input) Result {
 	notUpdate := in.Strategy.Type == v1alpha1.NotUpdateStrategy
 	active := !notUpdate && !in.Strategy.Paused
 	// Due pods on lost nodes are not waited for: they go when it is back.
-	// Nor due pods whose sidecar the kubelet still creates (Pending): a
-	// pod stuck so (a volume that never mounts) is not Ready, and not the
-	// rollout's to wait for.
-	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > c.nodeLost+c.creating)
+	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > c.nodeLost)
 	left := leftOver(in.Pods, sc, c)
 	complete := !work && (notUpdate || left == "")
 	// Due pods that others alone hold, in flight or not, are no failure.
@@ -251,8 +248,7 @@ func Compute(in Input) Result {
 // failure: the budget is spent by others, or allows nothing; the other
 // rollout has the pod down; the kubelet still shows the image from before
 // a hand edit (which, for a tag that shares its content with others, it
-// may show for as long as the container runs), or is still creating the
-// sidecar (rollout.Container.Unacted). The rollout waits for them,
+// may show for as long as the container runs). The rollout waits for them,
 // says so, and does not stall on them: due pods, and pods it does not have
 // down that still owe a write of their update (a resize that did not land,
 // the handoff of a hot upgrade).
@@ -267,13 +263,11 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 	}
 	byOthers := make(map[types.NamespacedName]bool)
 	otherRollout := make(map[types.NamespacedName]bool)
-	unacted := make(map[types.NamespacedName]bool)
 	for _, h := range in.Plan.Held {
 		switch h.Reason {
 		case rollout.HeldByDisruptionBudget, rollout.HeldByOtherRollout, rollout.HeldChangeInFlight:
 			byOthers[h.Pod] = true
 			otherRollout[h.Pod] = h.Reason == rollout.HeldByOtherRollout
-			unacted[h.Pod] = h.Reason == rollout.HeldChangeInFlight
 		case rollout.HeldNodeLost:
 			c.nodeLost++
 		}
@@ -281,9 +275,6 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 	for _, p := range in.Pods {
 		if otherRollout[p.Key] {
 			c.otherSets = append(c.otherSets, p.DisruptedBy...)
-		}
-		if unacted[p.Key] && p.Pending {
-			c.creating++
 		}
 		st.UpdatedPods += one(p.Updated)
 		st.ReadyPods += one(p.Ready)
@@ -379,9 +370,8 @@ func leftOver(pods []rollout.Pod, sc rollout.Scope, c counts) string {
 	if c.nodeLost > 0 || slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available && p.NodeLost }) {
 		return ReasonPodsOnLostNodes
 	}
-	// Ready for less than minReadySeconds, or not ready at all; or Pending
-	// while the kubelet creates the sidecar.
-	if c.creating > 0 || slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available }) {
+	// Ready for less than minReadySeconds, or not ready at all.
+	if slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Updated && !p.Available }) {
 		return ReasonPodsNotReady
 	}
 	if sc.Updated < sc.Target && slices.ContainsFunc(pods, func(p rollout.Pod) bool { return !p.Upgradable && !p.Updated }) {
@@ -430,9 +420,6 @@ type counts struct {
 	// rewritten: pods that run images admission rewrote from the declared
 	// ones (rollout.Pod.Rewritten).
 	rewritten int
-	// creating: Pending pods held while the kubelet creates their sidecar
-	// (rollout.HeldChangeInFlight).
-	creating int
 	// otherSets names, sorted, the SidecarSets whose rollouts hold down
 	// the pods held for them (rollout.HeldByOtherRollout).
 	otherSets []string
@@ -477,7 +464,7 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 		parts = append(parts, fmt.Sprintf("%d on nodes that are not Ready", c.nodeLost))
 	}
 	if n := heldBy(held, rollout.HeldChangeInFlight); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d wait for the kubelet to start the sidecar image their pod spec says", n))
+		parts = append(parts, fmt.Sprintf("%d wait for the kubelet to act on an image changed by someone else", n))
 	}
 	if st.DriftedPods > 0 {
 		parts = append(parts, fmt.Sprintf("%d drifted", st.DriftedPods))

@@ -480,27 +480,6 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
-			// A pod stuck while the kubelet creates its sidecar (a volume
-			// that never mounts) is held, and not waited on: the rollout
-			// neither stalls on it nor waits on it for ever.
-			name: "a due Pending pod whose sidecar the kubelet still creates is not waited on",
-			pods: func() []rollout.Pod {
-				ps := fleet(3, mix{UpdatedReady: 2})
-				ps[2].Pending, ps[2].PodReady, ps[2].Ready, ps[2].Available = true, false, false, false
-				for i := range ps[2].Containers {
-					c := &ps[2].Containers[i]
-					c.Unacted, c.Running, c.Ready, c.ContainerID = true, false, false, ""
-				}
-				return ps
-			}(),
-			strategy:     rolling("0"),
-			previous:     statusOf(3, 2, 2, 2, progressing),
-			lastProgress: ago(time.Hour),
-			want: Result{
-				Status: statusOf(3, 2, 2, 2, leftConds(ReasonPodsNotReady, "2 of 3 pods updated and ready; 1 wait for the kubelet to start the sidecar image their pod spec says")),
-			},
-		},
-		{
 			// A budget that allows nothing is not the rollout's failure: it
 			// waits, says so, and does not stall and pause itself.
 			name:         "due pods held by a budget alone do not stall",
@@ -597,7 +576,7 @@ func TestCompute(t *testing.T) {
 			lastProgress: ago(2 * time.Hour),
 			want: Result{
 				Status: func() v1alpha1.SidecarSetStatus {
-					msg := "0 of 2 pods updated and ready; 2 wait for the kubelet to start the sidecar image their pod spec says; 2 drifted"
+					msg := "0 of 2 pods updated and ready; 2 wait for the kubelet to act on an image changed by someone else; 2 drifted"
 					s := statusOf(2, 0, 2, 0, conds(cond{yes, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo}, cond{no, ReasonUpdating, msg, hourAgo}))
 					s.DriftedPods = 2
 					return s
