@@ -342,6 +342,11 @@ type ContainerState struct {
 	PreviousImageID     string `json:"previousImageID,omitempty"`
 	PreviousContainerID string `json:"previousContainerID,omitempty"`
 	PreviousImage       string `json:"previousImage,omitempty"`
+	// NoneRan: the last in-place write found no container of this one
+	// (the kubelet was creating it). A container it created from the spec
+	// before the write may run first; the write's is the first whose
+	// status shows the written image (rollout.UpdateComplete).
+	NoneRan bool `json:"noneRan,omitempty"`
 	// Resized: the last in-place write of this container also changed its
 	// cpu or memory (through pods/resize). The write is complete only once
 	// the kubelet shows the pod spec's resources applied

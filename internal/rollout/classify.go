@@ -530,7 +530,7 @@ func (p Pod) owes(name string) bool {
 // written reports whether the controller wrote rc in place: its record
 // describes the container that ran before, or says it was resized.
 func written(rc revision.ContainerState) bool {
-	return rc.PreviousContainerID != "" || rc.PreviousImage != "" || rc.PreviousImageID != "" || rc.Resized
+	return rc.PreviousContainerID != "" || rc.PreviousImage != "" || rc.PreviousImageID != "" || rc.NoneRan || rc.Resized
 }
 
 // runsImage reports whether a running container's status shows image: the

@@ -573,3 +573,44 @@ func TestOldSidecarRestartedBeforeTheKubeletActs(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteWhileTheSidecarIsCreated: a write into a pod whose sidecar the
+// kubelet is still creating (no container yet) records that none ran. The
+// kubelet may then start the container from the spec before the write and
+// show it at the write's generation, the pod Ready, just before it
+// replaces it: that container is not the write's, and the pod, now Ready
+// with its restart to come, counts (found by TestModel,
+// -rapid.seed=15968413483940429006, where it was taken for the write's and
+// a later undo waited for ever).
+func TestWriteWhileTheSidecarIsCreated(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	pod := injectedPod("p01", v1)
+	pod.Status.ContainerStatuses[1] = corev1.ContainerStatus{Name: "exporter",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	setReady(pod, false)
+	plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}, Strategy: strategy("0", "1")})
+	if err != nil || len(plan.Updates) != 1 {
+		t.Fatalf("plan %+v, err %v", plan, err)
+	}
+	applyUpdate(pod, plan.Updates[0])
+	if rc := record(pod).Containers[0]; !rc.NoneRan {
+		t.Fatalf("record %+v, want NoneRan", rc)
+	}
+	pod.Status.ObservedGeneration = pod.Generation
+	pod.Status.ContainerStatuses[1] = running("exporter", "exporter:v1")
+	setReady(pod, true)
+	p := Classify(pod, record(pod), latest)
+	if !p.Updating || p.Back {
+		t.Errorf("the spec before's container: Updating %v, Back %v; want the write in flight", p.Updating, p.Back)
+	}
+	if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: strategy("0", "1")}); len(plan.Updates) != 1 ||
+		plan.Updates[0].Action != ActionRecordDisruption {
+		t.Errorf("updates %+v, want the pod recorded as a disruption", plan.Updates)
+	}
+	swap(pod)
+	setReady(pod, true)
+	if p := Classify(pod, record(pod), latest); p.Updating {
+		t.Errorf("the written image's container: still Updating")
+	}
+}

@@ -49,8 +49,11 @@ import (
 //
 // A record of a container never written in place (after injection or
 // adoption) is complete once the container runs: the kubelet created it from
-// the injected spec; so is one written into a pod that ran no container of
-// it then. A record written before writes were kept (revision.Write) is
+// the injected spec. One written while no container of it had started yet
+// (NoneRan) is complete once a container runs whose status shows the
+// written image: the kubelet may have been creating one from the spec
+// before, and it shows that one at the write's generation too, just before
+// it replaces it. A record written before writes were kept (revision.Write) is
 // judged as it was then: by the imageID changing, or a declared digest
 // equal to the running one.
 //
@@ -69,6 +72,8 @@ import (
 //	written x:v1 (undo),    c1 still running, generation seen    → true  (the kubelet never acted)
 //	written x:v2,           c2 running, observedGeneration < write's → false
 //	written x:v2,           waiting ErrImagePull                 → false
+//	written x:v2, none ran, c1 running, status.image x:v1        → false (created from the spec before)
+//	written x:v2, none ran, c1 running, status.image x:v2        → true
 //	no write,               c1 running                           → true  (as injected)
 func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1.ContainerStatus, observedGeneration int64) bool {
 	if st.State.Running == nil {
@@ -87,6 +92,9 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 	}
 	if observedGeneration > 0 && observedGeneration < write.Generation {
 		return false
+	}
+	if rc.NoneRan {
+		return runsImage(st, rc.Image)
 	}
 	backToPrevious := rc.PreviousImage != "" && rc.PreviousImage == rc.Image
 	if rc.PreviousContainerID != "" && st.ContainerID == rc.PreviousContainerID {

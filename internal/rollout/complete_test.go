@@ -110,6 +110,21 @@ func TestUpdateComplete(t *testing.T) {
 			status:   status(c2, "r/x@"+aaa),
 			want:     true,
 		},
+		{
+			// The kubelet was creating a container from the spec before the
+			// write, and shows it at the write's generation, about to
+			// replace it.
+			name: "written while none ran, container of the spec before", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v2", NoneRan: true},
+			status:   corev1.ContainerStatus{ContainerID: c1, Image: "x:v1", ImageID: "r/x@" + aaa, State: run},
+			want:     false,
+		},
+		{
+			name: "written while none ran, container of the written image", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v2", NoneRan: true},
+			status:   corev1.ContainerStatus{ContainerID: c2, Image: "docker.io/library/x:v2", ImageID: "r/x@" + bbb, State: run},
+			want:     true,
+		},
 		{name: "as injected, running", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"}, status: status(c1, "r/x@"+aaa), want: true},
 		{
 			name: "as injected, still creating", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"},

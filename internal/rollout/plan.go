@@ -827,7 +827,7 @@ func revertOf(p Pod) PodUpdate {
 // replace.
 func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	if c.InFlight && !c.imageComplete() {
-		if rc.PreviousContainerID == "" && rc.PreviousImage == "" {
+		if rc.PreviousContainerID == "" && rc.PreviousImage == "" && !rc.NoneRan {
 			// Written before containerIDs were kept: the container that
 			// does not run now (Next writes over no running one in flight)
 			// is the one to see replaced.
@@ -838,6 +838,7 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	rc.PreviousContainerID = c.ContainerID
 	rc.PreviousImageID = c.ImageID
 	rc.PreviousImage = ""
+	rc.NoneRan = c.ContainerID == ""
 	// Started from the image written now: as the last one written, or,
 	// under a hand edit the status does not show apart from it (a pin of
 	// the content it runs), as the image recorded. If the kubelet keeps it,
@@ -857,7 +858,7 @@ func (c Container) imageComplete() bool {
 
 // settled forgets the previous container of a complete one, and its resize.
 func settled(rc revision.ContainerState) revision.ContainerState {
-	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage = "", "", ""
+	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage, rc.NoneRan = "", "", "", false
 	rc.Resized, rc.Resources = false, nil
 	return rc
 }
