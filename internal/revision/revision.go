@@ -296,6 +296,12 @@ type Write struct {
 	// the handoff of a hot upgrade counted since the pod turned ready
 	// (rollout.ActionRecordBack).
 	WasReady bool `json:"wasReady,omitempty"`
+	// Released: the pod came back from the write, Ready past
+	// minReadySeconds with every written sidecar in its new container, and
+	// owes nothing more (rollout.ActionSettle). Should it fail later, the
+	// rollout tells that from a write that never came back: it counts the
+	// pod again, without a slot of its own (rollout.Pod.Again).
+	Released bool `json:"released,omitempty"`
 	// TurnedReady: WasReady was set after the write, when the pod, not
 	// ready when written, turned ready with the write still to come
 	// (rollout.ActionRecordDisruption): the rollout counts it, but took no

@@ -3,7 +3,6 @@ package rollout
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,19 +62,26 @@ type Pod struct {
 	BackButOwed bool
 	// Back: the last write into the pod is done: every running sidecar is
 	// complete and, if the write disrupted the pod, the pod is ready again.
-	// The record still describes the write; it is settled (ActionSettle),
-	// so that a sidecar or the pod failing later, for whatever reason, is
-	// not taken for the write in flight or the rollout's disruption.
+	// Next records it released (ActionSettle), so that a sidecar or the
+	// pod failing later is not taken for the write in flight or for a
+	// disruption the write still holds (Again).
 	Back bool
+	// Again: the pod came back from a write that disrupted it (the record
+	// says Released) and has failed since: it is not Ready, or not yet for
+	// minReadySeconds. As a Deployment counts every unavailable pod, it
+	// counts against maxUnavailable, but holds no slot of its own: a write
+	// that restarts it once it is Ready takes a slot in its own place, like
+	// any other (found by TestModel -rapid.seed=1674583798857000453,
+	// where a handoff into such a pod went as the continuation of a
+	// disruption the pod no longer had). The rollout does not wait for it
+	// (Awaited), and a pod another set's rollout has down does not count
+	// (counted).
+	Again bool
 	// ReleaseAt, for a Ready pod that has not been Ready for its last
 	// write's minReadySeconds yet, is when it will have been (released).
 	// Zero otherwise. A pod written while Ready counts as Disrupting until
 	// then.
 	ReleaseAt time.Time
-	// Shared: the pod carries the sidecars of other SidecarSets too
-	// (annotation sidecarset.dev/injected names more than one). Its settle
-	// does not wait (settle).
-	Shared bool
 	// Upgradable: the pod differs from the latest revision at most in
 	// what changes in place, and every latest sidecar is both recorded and
 	// present in the pod spec. What changes in place: images (the record's
@@ -245,7 +251,6 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		Updated:         rec.Hash == latest.Hash,
 		PodReady:        podReady(pod),
 		Pending:         pod.Status.Phase == corev1.PodPending,
-		Shared:          strings.Contains(pod.Annotations[v1alpha1.AnnotationInjected], ","),
 		ResizeOwed:      owedResizes(pod, rec),
 		ResizeCondition: resizeConditionText(pod),
 	}
@@ -431,9 +436,9 @@ func upgradable(pod *corev1.Pod, p Pod, latest Latest, held string) (bool, strin
 	return ok, why, resize
 }
 
-// judgeDisruption sets whether the rollout has p down (Disrupting), and
-// whether its last write is back (Back, BackButOwed), from its record and
-// w. waiting: the pod is Ready, and has not been Ready for its last write's
+// judgeDisruption sets whether the rollout has p down (Disrupting),
+// whether its last write is back (Back, BackButOwed), and whether it failed
+// again once released (Again), from its record and w. waiting: the pod is Ready, and has not been Ready for its last write's
 // minReadySeconds yet; judged whether or not the write is done, so that a
 // pod whose images are done but for a resize or a handoff it owes waits
 // out minReadySeconds too before it is recorded back.
@@ -441,6 +446,8 @@ func (p *Pod) judgeDisruption(w progress) {
 	rec := p.Record
 	waiting := !p.ReleaseAt.IsZero()
 	switch {
+	case rec.Write != nil && rec.Write.Released:
+		p.Again = rec.Write.WasReady && (!p.Ready || waiting)
 	case rec.Write == nil:
 		// Written before writes were kept, by a version that wrote ready
 		// pods only within maxUnavailable: an update in flight in a pod

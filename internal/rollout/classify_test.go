@@ -507,27 +507,6 @@ func TestReleased(t *testing.T) {
 	}
 }
 
-// TestShared: a pod is Shared when its injected annotation names another
-// set beside this one.
-func TestShared(t *testing.T) {
-	v2 := testSet("exporter:v2")
-	for _, tt := range []struct {
-		injected string
-		want     bool
-	}{
-		{setName, false},
-		{"", false},
-		{"a-logs," + setName, true},
-		{setName + ",z-proxy", true},
-	} {
-		pod := injectedPod("p01", v2)
-		pod.Annotations[v1alpha1.AnnotationInjected] = tt.injected
-		if got := Classify(pod, record(pod), NewLatest(v2)).Shared; got != tt.want {
-			t.Errorf("injected %q: Shared %v, want %v", tt.injected, got, tt.want)
-		}
-	}
-}
-
 // TestOldSidecarRestartedBeforeTheKubeletActs: the kubelet publishes a
 // sync's status, at the write's generation, before it acts on the written
 // spec; if the old sidecar crashed meanwhile, that status shows it

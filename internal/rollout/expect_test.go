@@ -32,7 +32,7 @@ func TestFresher(t *testing.T) {
 		{"the write not seen yet", pod("a", "11", r1), false},
 		{"the write seen", pod("a", "12", r2), true},
 		{"a later version, status newer", pod("a", "13", r2), true},
-		{"a later version, settled by another set's write", pod("a", "15", settledRecord(r2)), true},
+		{"a later version, settled by another set's write", pod("a", "15", releasedRecord(r2)), true},
 		{"a later version, recorded back by another set's write", pod("a", "15", recordedBack(r2)), true},
 		// A resize written after its record, over a record recorded back
 		// (ActionResize WithRecord), keeps that Write but for WasReady:

@@ -130,15 +130,24 @@ func (t *tally) spend(j job) {
 	}
 	t.room -= 1 - int(j.own())
 	for _, b := range t.budgets[j.pod.Key] {
-		t.spent[b.Name] += 1 - j.own()
+		t.spent[b.Name] += 1 - j.ownBudget()
 	}
 }
 
-// own is 1 when j's pod counts already (Disrupting: Ready, waiting out
-// minReadySeconds, or counted since it turned ready): it is in the count
-// and in its budgets' spent disruptions, and its write takes that place,
-// not one more.
+// own is 1 when j's pod counts already (counted): it is in the count, and
+// its write takes that place, not one more.
 func (j job) own() int32 {
+	if j.pod.counted() {
+		return 1
+	}
+	return 0
+}
+
+// ownBudget is 1 when j's pod is among its budgets' spent disruptions
+// (Disrupting: Disrupted over its records), and its write takes that place.
+// A pod that failed again is not: the disruption controller sees it
+// unhealthy itself.
+func (j job) ownBudget() int32 {
 	if j.pod.Disrupting {
 		return 1
 	}
@@ -241,7 +250,7 @@ func holdDisruptionBudget(j job, t *tally) (HoldReason, string, bool) {
 	if !j.u.Disrupts {
 		return "", "", false
 	}
-	if b, ok := exhausted(t.budgets[j.pod.Key], t.spent, j.own()); ok {
+	if b, ok := exhausted(t.budgets[j.pod.Key], t.spent, j.ownBudget()); ok {
 		return HeldByDisruptionBudget, fmt.Sprintf("PodDisruptionBudget %s allows no further disruption now", b.Name), true
 	}
 	return "", "", false

@@ -103,9 +103,8 @@ const (
 	// undoing a hand edit, without changing the pod's revision.
 	ActionRevertDrift Action = "RevertDrift"
 	// ActionSettle writes only the record of a pod back from its last write
-	// (Pod.Back): should the pod fail later, it is not taken for that
-	// write's disruption. The settle of a recent write waits while the
-	// rollout is busy (settle).
+	// (Pod.Back), saying it is released: should the pod fail later, it is
+	// not taken for that write's disruption (Pod.Again).
 	ActionSettle Action = "Settle"
 	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed):
 	// its record landed, the resize after it did not. A pod the record
@@ -300,7 +299,7 @@ func Next(in Input) (Plan, error) {
 	}
 	pods := slices.Clone(in.Pods)
 	slices.SortFunc(pods, func(a, b Pod) int { return compareKeys(a.Key, b.Key) })
-	due, kept, err := dueOf(pods, in, scope, selected)
+	due, err := dueOf(pods, in, scope, selected)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -322,8 +321,7 @@ func Next(in Input) (Plan, error) {
 		t.spend(j)
 		plan.Updates = append(plan.Updates, j.u)
 	}
-	busy := ((plan.Due > 0 || kept) && in.Strategy.Type != v1alpha1.NotUpdateStrategy) || slices.ContainsFunc(pods, Pod.Awaited)
-	plan.Updates = settle(pods, plan.Updates, busy)
+	plan.Updates = settle(pods, plan.Updates)
 	for _, p := range pods {
 		if !p.ReleaseAt.IsZero() && (plan.ReleaseAt.IsZero() || p.ReleaseAt.Before(plan.ReleaseAt)) {
 			plan.ReleaseAt = p.ReleaseAt
@@ -347,12 +345,11 @@ func selectorOf(s v1alpha1.UpdateStrategy) (func(Pod) bool, error) {
 }
 
 // dueOf returns the pods due for an update, in update order: those on a
-// Withdrawn revision, then the candidates the partition lets move. kept
-// reports whether the partition keeps candidates for a later step.
-func dueOf(pods []Pod, in Input, scope Scope, selected func(Pod) bool) (due []Pod, kept bool, err error) {
+// Withdrawn revision, then the candidates the partition lets move.
+func dueOf(pods []Pod, in Input, scope Scope, selected func(Pod) bool) ([]Pod, error) {
 	order, err := newUpdateOrder(in.Strategy)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	var candidates, undone []Pod
 	for _, p := range pods {
@@ -380,7 +377,7 @@ func dueOf(pods []Pod, in Input, scope Scope, selected func(Pod) bool) (due []Po
 		}
 	}
 	moving := min(max(left, 0), len(candidates))
-	return append(undone, candidates[:moving]...), moving < len(candidates), nil
+	return append(undone, candidates[:moving]...), nil
 }
 
 // job is one write Next weighs: the pod, why it is written, and the write
@@ -520,30 +517,19 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 // settle appends to updates a record of the disruption of every pod
 // written while not ready that the write is about to disrupt, a record of
 // every pod back but for a write that is a disruption of its own, and a
-// settle of every pod that is Back, unless the rollout is busy, when
-// settles wait. This is bookkeeping, not a rollout step: it is done paused
-// or not, and whatever holds the pod's next update.
+// record of every pod that is Back that it is released. This is
+// bookkeeping, not a rollout step: it is done paused or not, and whatever
+// holds the pod's next update. Another set's write into the pod records it
+// too (Apply).
 //
-// Busy: the rollout is not over, paused or not: pods are due, or the
-// partition keeps some for a later step (but under NotUpdate, which moves
-// none), or pods are Awaited. A pod back and not settled does not count (it
-// is Ready, and was for its write's minReadySeconds); should its sidecar
-// fail while the rollout is busy, it counts as the rollout's again and
-// takes its slot back, as a pod that failed just after its write does: a
-// new image that fails some time after turning ready stops the rollout once
-// maxUnavailable pods failed, and the rollout, stalled, pauses itself and
-// still says why. A canary step's pods are covered too: a canary that fails
-// after its step completed holds the next step. Once the rollout is over,
-// its pods are settled: a pod's failure after that, for whatever reason, is
-// not the rollout's. A Shared pod is settled at once: while its record
-// still counted it, a restart another set's rollout makes would count as
-// this rollout's failure too, and this rollout would write into the pod as
-// into its own disruption, not waiting for the other's to end (found by
-// TestModel, -rapid.seed=13785041728732178176). Deferred, settles also stay
-// out of the rollout's way: written beside its updates, they took half of
-// the apiserver's writes. Another set's write into the pod settles it too
-// (Apply).
-func settle(pods []Pod, updates []PodUpdate, busy bool) []PodUpdate {
+// A released pod that fails later counts again (Pod.Again), as a pod that
+// failed just after its write does: a new image that fails some time after
+// turning ready stops the rollout once maxUnavailable pods failed, and the
+// rollout, stalled, pauses itself and still says why; a canary that fails
+// after its step holds the next. The record is what tells such a pod from
+// one whose write never came back: a write that restarts it takes a slot
+// of its own, where the other continues the disruption it holds.
+func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
 		written[u.Pod] = true
@@ -551,7 +537,6 @@ func settle(pods []Pod, updates []PodUpdate, busy bool) []PodUpdate {
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
-		case p.Back && busy && !p.Shared && !p.BackButOwed:
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
 			// The same write, its generation and time kept.
@@ -664,13 +649,21 @@ func (u PodUpdate) writesSpec() bool {
 	return len(u.Containers) > 0 || len(u.Resize) > 0
 }
 
+// counted reports whether p counts against maxUnavailable: the rollout has
+// it down, or it failed again once released, unless another set's rollout
+// has it down. A pod on a lost node whose write is still to come keeps its
+// slot: the kubelet acts on it when the node is back.
+func (p Pod) counted() bool {
+	return p.Disrupting && (!p.NodeLost || p.Updating) || p.Again && len(p.DisruptedBy) == 0
+}
+
 // newScope does the arithmetic Next and status.Compute share.
 func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (Scope, error) {
 	sc := Scope{Matched: len(pods)}
 	for _, p := range pods {
 		// A pod on a lost node whose write is still to come keeps its
 		// slot: the kubelet acts on it when the node is back.
-		if p.Disrupting && (!p.NodeLost || p.Updating) {
+		if p.counted() {
 			sc.Unavailable++
 		}
 		if !selected(p) {
@@ -779,20 +772,26 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 	return u
 }
 
-// settleOf forgets p's last write, which is done: the record reads as
-// after injection, so that a sidecar failing later is judged as any
-// running container, not as a write in flight.
+// settleOf records p's last write, which is done, released (Pod.Back).
 func settleOf(p Pod) PodUpdate {
-	return PodUpdate{Pod: p.Key, Action: ActionSettle, State: settledRecord(p.Record)}
+	return PodUpdate{Pod: p.Key, Action: ActionSettle, State: releasedRecord(p.Record)}
 }
 
-// settledRecord returns rec without its write, every container settled.
-func settledRecord(rec revision.SetState) revision.SetState {
+// releasedRecord returns rec with its write released and every container
+// settled, so that a sidecar failing later is judged as any running
+// container, not as a write in flight. A write from before writes were
+// kept has nothing to keep.
+func releasedRecord(rec revision.SetState) revision.SetState {
 	containers := make([]revision.ContainerState, len(rec.Containers))
 	for i, rc := range rec.Containers {
 		containers[i] = settled(rc)
 	}
-	rec.Write, rec.Containers = nil, containers
+	rec.Containers = containers
+	if rec.Write != nil {
+		w := *rec.Write
+		w.Released, w.TurnedReady = true, false
+		rec.Write = &w
+	}
 	return rec
 }
 

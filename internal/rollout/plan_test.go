@@ -49,6 +49,8 @@ func mk(name string, opts ...opt) Pod {
 	}
 	// As Classify derives them.
 	switch w := p.Record.Write; {
+	case w != nil && w.Released:
+		p.Again = w.WasReady && !p.Ready
 	case w == nil:
 		p.Disrupting = p.Updating
 	case w.WasReady:
@@ -98,6 +100,13 @@ func notDisrupted(p *Pod) {
 // and the record has not been settled since.
 func disrupted(p *Pod) {
 	p.Record.Write = &revision.Write{WasReady: true, Generation: 2, At: &metav1.MicroTime{Time: planNow.Add(-5 * time.Second)}}
+}
+
+// wasReleased: the pod came back from its last write, made while ready,
+// and the record says so.
+func wasReleased(p *Pod) {
+	p.Record.Write = &revision.Write{WasReady: true, Released: true, Generation: 2,
+		At: &metav1.MicroTime{Time: planNow.Add(-5 * time.Second)}}
 }
 
 // nodeLost: p's node is not Ready; not ready either.
@@ -381,10 +390,10 @@ func TestNext(t *testing.T) {
 		{
 			// Settles of recent writes wait until the rollout is complete:
 			// beside its updates they took half the apiserver's writes.
-			name:     "maxUnavailable 1, p01 back but not settled: p02 goes, and p01's settle waits",
+			name:     "maxUnavailable 1, p01 back: p02 goes, and p01 is recorded released beside it",
 			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
 			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
 			// Found by TestModel: a pod back but for its resize waited for
@@ -403,18 +412,9 @@ func TestNext(t *testing.T) {
 			// runs, so a pod whose resize is owed is Back and BackButOwed
 			// at once; its RecordBack waited with its settle, the resize it
 			// owes with it, and the rollout stalled and paused itself.
-			name: "maxUnavailable 1, p01 drifted and back but for its resize: its RecordBack goes while its settle waits",
+			name: "maxUnavailable 1, p01 drifted and back but for its resize: its RecordBack goes, not its settle",
 			pods: fleet(12, each([]opt{updated, disrupted, func(p *Pod) {
 				p.ResizeOwed, p.BackButOwed, p.Drifted = []ContainerResources{{Name: "exporter"}}, true, []string{"exporter"}
-			}}, "p01")),
-			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
-		},
-		{
-			// A settle forgets the resize owed (review).
-			name: "maxUnavailable 1, p01 drifted and back but for its resize, and shared: recorded back, not settled",
-			pods: fleet(12, each([]opt{updated, disrupted, func(p *Pod) {
-				p.ResizeOwed, p.BackButOwed, p.Drifted, p.Shared = []ContainerResources{{Name: "exporter"}}, true, []string{"exporter"}, true
 			}}, "p01")),
 			strategy: strategy("0", "1"),
 			want:     outcome{[]string{"p02", "p01 RecordBack"}, held(HeldInFlight, "p01", HeldByMaxUnavailable, podRange(3, 12))},
@@ -428,28 +428,18 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p01 RecordBack"}, held(HeldInFlight, "p01")},
 		},
 		{
-			// Found by TestModel (-rapid.seed=13785041728732178176): a
-			// pod of two sets, back from this one's write and not settled,
-			// that the other's restart took down counted as this set's
-			// disruption, and this set wrote into it, not waiting for the
-			// other's write, beyond its maxUnavailable.
-			name:     "maxUnavailable 1, p01 back but not settled, and it carries another set's sidecars: settled at once",
-			pods:     fleet(12, each([]opt{updated, disrupted, func(p *Pod) { p.Shared = true }}, "p01")),
-			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
-		},
-		{
 			// A canary that fails after its step is done holds the next.
-			name:     "partition 11, p01 back but not settled: its step is done, and its settle waits for the next",
-			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
-			strategy: strategy("11", "1"),
-			want:     outcome{nil, held(HeldByPartition, podRange(2, 12))},
+			name:     "partition 10, p01 released and failed since: it counts, and p02 waits",
+			pods:     fleet(12, each([]opt{updated, wasReleased, notReady}, "p01")),
+			strategy: strategy("10", "1"),
+			want:     outcome{nil, held(HeldByMaxUnavailable, "p02", HeldByPartition, podRange(3, 12))},
 		},
 		{
-			name:     "partition 0, every pod updated, p01 back but not settled: the rollout is over, so it is settled",
-			pods:     fleet(3, merge(each([]opt{updated, disrupted}, "p01"), each([]opt{updated}, "p02", "p03"))),
-			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p01 Settle"}, map[string]HoldReason{}},
+			// Another set's rollout has it down: that set counts it.
+			name:     "partition 10, p01 released, and another set's rollout has it down: p02 goes",
+			pods:     fleet(12, each([]opt{updated, wasReleased, notReady, disruptedByOthers}, "p01")),
+			strategy: strategy("10", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByPartition, podRange(3, 12))},
 		},
 		{
 			// Defect: a pod on a lost node was written for free, no
@@ -494,10 +484,10 @@ func TestNext(t *testing.T) {
 		{
 			// Paused, p01 failing would still be the rollout's: its
 			// settle waits until the rollout is complete.
-			name:     "paused: a pod back waits for its settle all the same",
+			name:     "paused: a pod back is recorded released all the same",
 			pods:     fleet(3, each([]opt{updated, disrupted}, "p01")),
 			strategy: func() v1alpha1.UpdateStrategy { s := strategy("0", "1"); s.Paused = true; return s }(),
-			want:     outcome{nil, held(HeldPaused, "p02", "p03")},
+			want:     outcome{[]string{"p01 Settle"}, held(HeldPaused, "p02", "p03")},
 		},
 		{
 			name:     "NotUpdate: a pod back is settled, as nothing is due",
@@ -966,8 +956,7 @@ func TestDisruptionKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// p01's settle waits while the rollout is busy.
-		if diff := cmp.Diff([]string{"p02"}, outcomeOf(plan).Updates); diff != "" {
+		if diff := cmp.Diff([]string{"p02", "p01 Settle"}, outcomeOf(plan).Updates); diff != "" {
 			t.Errorf("Updates (-want +got):\n%s", diff)
 		}
 	})
@@ -1144,6 +1133,22 @@ func TestRestartOfACountedPod(t *testing.T) {
 		}
 		if got := heldReason(plan, "p02"); got != HeldByMaxUnavailable {
 			t.Errorf("p02 held for %q, want %q", got, HeldByMaxUnavailable)
+		}
+	})
+	t.Run("released and failed since, an owed resize takes a slot: none left with p02 down", func(t *testing.T) {
+		// Found by TestModel (-rapid.seed=1674583798857000453): a pod
+		// counted again after it was released is not down for the
+		// rollout's write; a write owed into it once it is Ready again
+		// went as the continuation of that write, beside maxUnavailable
+		// pods the rollout had down.
+		owes := func(p *Pod) { p.ResizeOwed, p.Ready = []ContainerResources{{Name: "exporter"}}, false }
+		pods := fleet(2, merge(each([]opt{updated, wasReleased, owes}, "p01"), each([]opt{disrupted, notReady}, "p02")))
+		if !pods[0].Again || pods[0].Disrupting {
+			t.Fatalf("setup: p01 Again %v, Disrupting %v", pods[0].Again, pods[0].Disrupting)
+		}
+		plan := next(t, pods, "1")
+		if got := heldReason(plan, "p01"); got != HeldByMaxUnavailable {
+			t.Errorf("p01 held for %q, want %q (updates %+v)", got, HeldByMaxUnavailable, plan.Updates)
 		}
 	})
 	t.Run("ready again, a restart takes a slot: none left with p02 down", func(t *testing.T) {

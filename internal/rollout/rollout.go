@@ -7,7 +7,8 @@
 //	disrupting  written while Ready, and not yet Ready past minReadySeconds with every
 //	            written sidecar complete: it holds one slot of maxUnavailable and one
 //	            disruption of each of its PodDisruptionBudgets
-//	back        the last write is complete and the pod released; a settle forgets the write
+//	back        the last write is complete and the pod released; a settle records it released
+//	again       released, and failed since: counted against maxUnavailable, holding no slot
 //	due         not on the latest revision, and the partition lets it move now
 //	held        has a write to make that a hold keeps back (holdChain), and says why
 //	upgradable  reaches the latest revision in place; otherwise it needs a recreate
