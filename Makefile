@@ -100,12 +100,13 @@ fuzz:
 generate:
 	$(CONTROLLER_GEN) object paths=./api/...
 
-# Descriptions are left out of the CRD so that a client-side `kubectl apply`
-# fits its last-applied annotation (256 KiB); the Go types document the fields.
-# The Helm chart ships copies of the CRD, the RBAC roles and the optional
+# The CRD keeps every field's description, so that `kubectl explain` shows
+# the Go types' comments. A client-side `kubectl apply` stores the whole CRD
+# as JSON in an annotation limited to 256 KiB; it takes about 215 KiB. The
+# Helm chart ships copies of the CRD, the RBAC roles and the optional
 # admission policy.
 manifests:
-	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager-policy paths=./internal/manager/policyrbac output:rbac:artifacts:config=config/rbac/policy
 	cp config/crd/*.yaml charts/sidecarset/crds/
