@@ -190,13 +190,15 @@ type UpgradeStrategy struct {
 	HotUpgradeEmptyImage string `json:"hotUpgradeEmptyImage,omitempty"`
 }
 
-// SidecarContainer is a container the SidecarSet injects: a full
-// corev1.Container plus where it goes.
+// SidecarContainer is a sidecar the SidecarSet injects: every field of a
+// pod's container (name, image, env, probes, resources...) plus the fields
+// that say where and how it goes into the pod.
 type SidecarContainer struct {
 	corev1.Container `json:",inline"`
 
-	// podInjectPolicy puts the sidecar before or after the pod's own
-	// containers. Defaults to BeforeAppContainer.
+	// podInjectPolicy puts the sidecar before (BeforeAppContainer) or after
+	// (AfterAppContainer) the pod's own containers in the list it goes
+	// into. Defaults to BeforeAppContainer.
 	// +optional
 	// +kubebuilder:default=BeforeAppContainer
 	PodInjectPolicy PodInjectPolicy `json:"podInjectPolicy,omitempty"`
@@ -204,17 +206,21 @@ type SidecarContainer struct {
 	// shareVolumePolicy with type enabled gives the sidecar, at injection,
 	// the volumeMounts of the pod's app containers, except those at a path
 	// it already mounts, with the environment their subPathExpr needs.
+	// Unset or disabled, the sidecar has only the mounts it declares.
 	// +optional
 	ShareVolumePolicy *SharePolicy `json:"shareVolumePolicy,omitempty"`
 
 	// shareVolumeDevicePolicy with type enabled gives the sidecar, at
 	// injection, the volumeDevices of the pod's app containers, except those
-	// at a device path it already uses.
+	// at a device path it already uses. Unset or disabled, the sidecar has
+	// only the devices it declares.
 	// +optional
 	ShareVolumeDevicePolicy *SharePolicy `json:"shareVolumeDevicePolicy,omitempty"`
 
-	// transferEnv copies environment variables from one of the pod's app
-	// containers into the sidecar at injection.
+	// transferEnv copies environment variables from the pod's app
+	// containers into the sidecar at injection. A variable the sidecar
+	// declares itself keeps its own value; one the app container lacks is
+	// not copied, with an admission warning.
 	// +optional
 	// +listType=atomic
 	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
@@ -288,7 +294,11 @@ type ResourcesPolicy struct {
 	// +kubebuilder:validation:MaxLength=256
 	TargetContainersNameRegex string `json:"targetContainersNameRegex,omitempty"`
 
-	// resourcesExpr holds the expressions for the limits and the requests.
+	// resourcesExpr holds the expressions for the sidecar's limits and
+	// requests. Each is arithmetic with + - * /, parentheses, max(a, b),
+	// min(a, b), numbers, percentages (50% is 0.5) and quantities (200m,
+	// 64Mi) over one variable, cpu or memory: the target containers'
+	// combined value. Example: cpu: "max(cpu * 10%, 50m)".
 	// +required
 	ResourcesExpr ResourcesExpr `json:"resourcesExpr"`
 
@@ -297,6 +307,7 @@ type ResourcesPolicy struct {
 	// one, else the computed request), so injecting it never moves the pod
 	// to an earlier OOM-kill and eviction class. It needs an expression for
 	// cpu and one for memory. In a pod of another class it changes nothing.
+	// Defaults to false.
 	// +optional
 	KeepQoSClass bool `json:"keepQoSClass,omitempty"`
 }
@@ -323,14 +334,16 @@ type ResourcesExpr struct {
 // the target containers. A bare number counts in cores or bytes. Example:
 // "max(cpu * 10%, 50m)". An empty expression leaves that resource unset.
 type ResourceExpressions struct {
-	// cpu is the expression for cpu; its result is rounded up to a
-	// millicore.
+	// cpu is the expression for cpu, over the variable cpu, such as
+	// "max(cpu * 10%, 50m)"; a bare number counts in cores. Its result is
+	// rounded up to a millicore. Empty leaves cpu unset.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	CPU string `json:"cpu,omitempty"`
 
-	// memory is the expression for memory; its result is rounded up to a
-	// byte.
+	// memory is the expression for memory, over the variable memory, such
+	// as "min(memory * 20%, 256Mi)"; a bare number counts in bytes. Its
+	// result is rounded up to a byte. Empty leaves memory unset.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Memory string `json:"memory,omitempty"`
@@ -351,7 +364,8 @@ const (
 // SharePolicy says whether a sidecar shares the app containers' volume
 // mounts or devices.
 type SharePolicy struct {
-	// type is enabled or disabled.
+	// type is enabled (share them) or disabled (the sidecar has only what
+	// it declares).
 	// +required
 	Type SharePolicyType `json:"type"`
 }
@@ -362,20 +376,24 @@ type SharePolicy struct {
 // +kubebuilder:validation:XValidation:rule="has(self.sourceContainerName) != has(self.sourceContainerNameFrom)",message="exactly one of sourceContainerName and sourceContainerNameFrom must be set"
 // +kubebuilder:validation:XValidation:rule="has(self.envName) != has(self.envNames)",message="exactly one of envName and envNames must be set"
 type TransferEnvVar struct {
-	// sourceContainerName is the app container to copy from.
+	// sourceContainerName is the name of the app container to copy from.
+	// Exactly one of sourceContainerName and sourceContainerNameFrom is set.
 	// +optional
 	SourceContainerName string `json:"sourceContainerName,omitempty"`
 
 	// sourceContainerNameFrom takes the app container's name from a field
-	// of the pod.
+	// of the pod, such as one of its labels. Exactly one of
+	// sourceContainerName and sourceContainerNameFrom is set.
 	// +optional
 	SourceContainerNameFrom *SourceContainerNameSource `json:"sourceContainerNameFrom,omitempty"`
 
-	// envName is the one variable to copy.
+	// envName is the one variable to copy. Exactly one of envName and
+	// envNames is set.
 	// +optional
 	EnvName string `json:"envName,omitempty"`
 
-	// envNames are the variables to copy.
+	// envNames are the variables to copy, at least one. Exactly one of
+	// envName and envNames is set.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
@@ -415,8 +433,8 @@ const (
 // SidecarSet is injected into, with the policy for keys the pod already
 // has.
 type PatchPodMetadata struct {
-	// annotations to write, each key one the manager allows
-	// (--patch-pod-metadata-allowed-keys). With patchPolicy
+	// annotations to write, at least one, each key one the manager allows
+	// (its flag --patch-pod-metadata-allowed-keys). With patchPolicy
 	// MergePatchJson, every value is a JSON object.
 	// +required
 	// +kubebuilder:validation:MinProperties=1
@@ -432,14 +450,15 @@ type PatchPodMetadata struct {
 
 // InjectionStrategy controls injection into new pods.
 type InjectionStrategy struct {
-	// paused stops injection into new pods; running pods are still updated.
+	// paused, when true, stops injection into new pods; running pods are
+	// still updated. Defaults to false.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
 	// revision makes new pods get a revision of the set's history rather
 	// than the latest one, so that a new spec, declared now, reaches new
-	// pods only as the rollout lets it reach running ones. It is in neither
-	// revision hash. While a stalled rollout has paused itself, new pods
+	// pods only as the rollout lets it reach running ones. Changing it makes
+	// no new revision. While a stalled rollout has paused itself, new pods
 	// get status.completedRevision whatever revision names. A revision that
 	// cannot be found when a pod is created leaves the pod with the latest
 	// revision, an admission warning and an event on the set; the pod is
@@ -453,13 +472,15 @@ type InjectionStrategy struct {
 // revisionName and customVersion.
 type InjectionRevision struct {
 	// revisionName is the name of one of the set's ControllerRevisions, as
-	// status.latestRevision and `kubectl sidecarset pods` show them.
+	// status.latestRevision and `kubectl sidecarset pods` show them. Give
+	// exactly one of revisionName and customVersion.
 	// +optional
 	RevisionName string `json:"revisionName,omitempty"`
 
 	// customVersion picks the newest of the set's ControllerRevisions
 	// labelled with this spec.customVersion
-	// (sidecarset.dev/custom-version).
+	// (sidecarset.dev/custom-version). Give exactly one of revisionName and
+	// customVersion.
 	// +optional
 	CustomVersion string `json:"customVersion,omitempty"`
 
@@ -489,14 +510,17 @@ const (
 
 // UpdateStrategy controls how running pods move to the latest revision.
 type UpdateStrategy struct {
-	// type is RollingUpdate (update running pods in place) or NotUpdate.
+	// type is RollingUpdate (update running pods in place, at the pace the
+	// fields below set) or NotUpdate (leave running pods on their revision;
+	// only new pods get the latest). Defaults to RollingUpdate.
 	// +optional
 	// +kubebuilder:default=RollingUpdate
 	Type UpdateStrategyType `json:"type,omitempty"`
 
 	// partition is how many matched pods (an integer, or "N%" of the matched
-	// pods, rounded up) stay on their current revision. With selector, it
-	// counts within the selected pods. Defaults to 0.
+	// pods, rounded up) stay on their current revision; the others move to
+	// the latest. With selector, it counts within the selected pods.
+	// Defaults to 0, which updates every pod; 100% updates none.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:default=0
@@ -504,38 +528,44 @@ type UpdateStrategy struct {
 
 	// maxUnavailable is how many pods (an integer, or "N%" of the matched
 	// pods, rounded up and never 0) may be updating or updated-but-not-ready
-	// at once. Pods that were not ready before go first and do not count.
-	// Defaults to 1.
+	// at once; a pod counts until it has been Ready for minReadySeconds.
+	// Pods that were not ready before go first and do not count. At least 1
+	// (or 1%); defaults to 1.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:default=1
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
-	// paused stops updating running pods; status is still kept.
+	// paused, when true, stops updating running pods; status is still
+	// kept. Defaults to false.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
-	// selector limits the update to the pods it selects.
+	// selector limits the update to the matched pods it selects, by their
+	// labels; the others stay on their revision. Unset, every matched pod
+	// is updated.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// progressDeadlineSeconds is how long the rollout may go without progress
-	// before it is marked Stalled and pauses itself. Defaults to 600.
+	// before it is marked Stalled and pauses itself. At least 1; defaults to
+	// 600.
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
-	// minReadySeconds is how long a pod the rollout restarted must stay
-	// Ready, every written sidecar running its new container, before the
-	// pod stops counting against maxUnavailable and its
-	// PodDisruptionBudgets and the next pod may go. It counts from the later
-	// of the pod's Ready transition and the start of every written sidecar,
-	// as the node's clock reports them, so a sidecar that crashes and
-	// restarts starts it again. A sidecar without a readiness probe is Ready
-	// as soon as it runs: this wait is then all that catches a new image
-	// that crashes. Defaults to 10 (Deployment's minReadySeconds defaults to
-	// 0); 0 releases a pod as soon as it is Ready.
+	// minReadySeconds is how long a pod whose sidecars the rollout
+	// restarted must stay Ready, every updated sidecar running in its new
+	// container, before the pod stops counting against maxUnavailable and
+	// its PodDisruptionBudgets and the next pod may go. It counts from the
+	// later of the pod's Ready transition and the start of every updated
+	// sidecar, as the node's clock reports them, so a sidecar that crashes
+	// and restarts starts it again. A sidecar without a readiness probe is
+	// Ready as soon as it runs: this wait is then all that catches a new
+	// image that crashes. Defaults to 10 (Deployment's minReadySeconds
+	// defaults to 0); 0 releases a pod as soon as it is Ready. Must be less
+	// than progressDeadlineSeconds.
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=0
@@ -561,7 +591,8 @@ type UpdateStrategy struct {
 // of weightPriority and orderPriority may be set.
 type UpdatePriorityStrategy struct {
 	// weightPriority: a pod's priority is the sum of the weights of the terms
-	// whose selector matches its labels; higher goes first.
+	// whose selector matches its labels; higher goes first. Only one of
+	// weightPriority and orderPriority may be set.
 	// +optional
 	// +listType=atomic
 	WeightPriority []UpdatePriorityWeightTerm `json:"weightPriority,omitempty"`
@@ -570,7 +601,7 @@ type UpdatePriorityStrategy struct {
 	// ordered by the number that ends the label's value, higher first
 	// ("5" is 5, "shard-10" is 10; no number, or one above 2^63-1, is 0);
 	// then the pods with the second key, and so on; pods with none of the
-	// keys go last.
+	// keys go last. Only one of weightPriority and orderPriority may be set.
 	// +optional
 	// +listType=atomic
 	OrderPriority []UpdatePriorityOrderTerm `json:"orderPriority,omitempty"`
@@ -579,18 +610,21 @@ type UpdatePriorityStrategy struct {
 // UpdatePriorityWeightTerm adds weight to the priority of the pods its
 // selector matches.
 type UpdatePriorityWeightTerm struct {
-	// weight, 1 to 100.
+	// weight, 1 to 100, is added to the priority of the pods matchSelector
+	// selects.
 	// +required
 	Weight int32 `json:"weight"`
 
-	// matchSelector selects pods by their labels; not empty.
+	// matchSelector selects the pods that get the weight, by their labels;
+	// it must not be empty.
 	// +required
 	MatchSelector metav1.LabelSelector `json:"matchSelector"`
 }
 
 // UpdatePriorityOrderTerm orders pods by the number in one label.
 type UpdatePriorityOrderTerm struct {
-	// orderedKey is a label key.
+	// orderedKey is a label key: pods with it are ordered by the number
+	// that ends its value, higher first.
 	// +required
 	OrderedKey string `json:"orderedKey"`
 }
@@ -598,11 +632,11 @@ type UpdatePriorityOrderTerm struct {
 // UpdateScatterTerm names the pods, by one label, to spread over the update
 // order.
 type UpdateScatterTerm struct {
-	// key is a label key.
+	// key is the label key of the pods to spread.
 	// +required
 	Key string `json:"key"`
 
-	// value is the label's value.
+	// value is the label value of the pods to spread.
 	// +required
 	Value string `json:"value"`
 }
@@ -610,45 +644,54 @@ type UpdateScatterTerm struct {
 // SidecarSetSpec declares sidecars, which pods get them, and how running pods
 // are updated.
 type SidecarSetSpec struct {
-	// namespaceSelector selects the namespaces whose pods are injected. When
-	// unset, every namespace except kube-system, kube-public, kube-node-lease
-	// and the manager's own.
+	// namespaceSelector selects, by their labels, the namespaces whose pods
+	// are injected. When unset, every namespace. kube-system, kube-public,
+	// kube-node-lease and the manager's own namespace are left out either
+	// way unless the set has the annotation
+	// sidecarset.dev/allow-system-namespaces: "true"; without it, a selector
+	// that can match only those is refused.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// selector selects the pods to inject. Required and not empty.
+	// selector selects, by their labels, the pods the sidecars go into.
+	// Required and not empty.
 	// +required
 	Selector *metav1.LabelSelector `json:"selector"`
 
-	// containers are the regular sidecars.
+	// containers are the regular sidecars, injected into the pod's
+	// containers; into a pod meant to finish (restartPolicy Never or
+	// OnFailure) they go as native sidecars unless jobPods is Keep.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Containers []SidecarContainer `json:"containers,omitempty"`
 
-	// initContainers are injected as init containers; restartPolicy: Always
-	// makes a native sidecar.
+	// initContainers are injected into the pod's init containers; one with
+	// restartPolicy: Always is a native sidecar, which runs beside the app
+	// containers for the pod's whole life.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	InitContainers []SidecarContainer `json:"initContainers,omitempty"`
 
-	// volumes are merged into the pod; a pod volume of the same name wins.
+	// volumes are merged into the pod by name; a pod volume of the same name
+	// wins.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
-	// imagePullSecrets are merged into the pod.
+	// imagePullSecrets are added to the pod's, except those it already
+	// names.
 	// +optional
 	// +listType=atomic
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
 	// customVersion labels the ControllerRevision of this spec
 	// (sidecarset.dev/custom-version), so that
-	// injectionStrategy.revision.customVersion can name it. It is in
-	// neither revision hash: changing it alone relabels the latest revision
-	// and starts no rollout. A revision keeps the label it got, also after
+	// injectionStrategy.revision.customVersion can name it; it must be a
+	// label value. Changing it alone relabels the latest revision and
+	// starts no rollout. A revision keeps the label it got, also after
 	// customVersion changes again, and the newest revision with a label
 	// wins a lookup.
 	// +optional
@@ -665,14 +708,18 @@ type SidecarSetSpec struct {
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
 
 	// driftPolicy is Report or Revert: what happens when a managed sidecar's
-	// image was changed by hand. Defaults to Report.
+	// image was changed by hand. Report counts the pod in
+	// status.driftedPods and sets its condition SidecarSetDrifted; Revert
+	// also writes the declared image back, within maxUnavailable. Defaults
+	// to Report.
 	// +optional
 	// +kubebuilder:default=Report
 	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
 
 	// adoptionPolicy is Never or SameName: whether pods that carry a
-	// same-named sidecar but no injection record are taken over. Defaults to
-	// Never.
+	// same-named sidecar but no injection record are taken over. SameName
+	// takes over a pod whose containers of the sidecars' names equal the
+	// declared ones except the image. Defaults to Never.
 	// +optional
 	// +kubebuilder:default=Never
 	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`
@@ -680,9 +727,9 @@ type SidecarSetSpec struct {
 	// patchPodMetadata writes annotations into the pods the set is injected
 	// into, when it is injected: an in-place update of a running pod's
 	// sidecars leaves its annotations as they are, and a change of
-	// patchPodMetadata reaches new pods only. Like the selectors, it is in
-	// neither revision hash, so changing it starts no rollout and makes no
-	// pod not upgradable. Only keys the manager allows may be written
+	// patchPodMetadata reaches new pods only. Like the selectors, changing
+	// it makes no new revision, starts no rollout and makes no pod not
+	// upgradable. Only keys the manager allows may be written
 	// (--patch-pod-metadata-allowed-keys, none by default), never one under
 	// sidecarset.dev/, and no key twice. Two sets that can select the same
 	// pod may write the same key only with the same policy and value, or
@@ -699,15 +746,16 @@ type SidecarSetSpec struct {
 	// after the set's own BeforeAppContainer init containers, before the
 	// pod's own init containers, whatever its podInjectPolicy (a native
 	// sidecar always starts before the app containers). Keep injects them as
-	// regular containers, with a warning. The pod's record says which list
-	// each sidecar went into, and the rollout updates it there; a change of
-	// jobPods reaches new pods only.
+	// regular containers, with a warning. The pod's sidecarset.dev/state
+	// annotation records which list each sidecar went into, and the rollout
+	// updates it there; a change of jobPods reaches new pods only.
 	// +optional
 	// +kubebuilder:default=NativeSidecar
 	JobPods JobPodsPolicy `json:"jobPods,omitempty"`
 
-	// revisionHistoryLimit is how many old revisions are kept. Revisions that
-	// some pod still runs are never deleted. Defaults to 10.
+	// revisionHistoryLimit is how many old revisions (ControllerRevisions)
+	// are kept, 0 or more. Revisions that some pod still runs are never
+	// deleted. Defaults to 10.
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=0
