@@ -805,11 +805,13 @@ type InjectionStatus struct {
 	// +required
 	Path InjectionPath `json:"path"`
 
-	// reason is a CamelCase word saying why the set is on this path.
+	// reason is a CamelCase word saying why the set is on this path:
+	// PolicyInjects, PolicyPending, WebhookMode, PolicyNotServed,
+	// Unsupported or Paused.
 	// +required
 	Reason string `json:"reason"`
 
-	// message says the same for a person.
+	// message says why in a sentence, for a person.
 	// +optional
 	Message string `json:"message,omitempty"`
 
@@ -824,44 +826,57 @@ type InjectionStatus struct {
 
 // SidecarSetStatus reports how far the rollout got.
 type SidecarSetStatus struct {
-	// observedGeneration is the generation this status describes.
+	// observedGeneration is the metadata.generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// latestRevision names the ControllerRevision of the current spec.
+	// latestRevision names the ControllerRevision of the current spec, the
+	// revision pods move to.
 	// +optional
 	LatestRevision string `json:"latestRevision,omitempty"`
 
-	// matchedPods counts pods that match and carry this SidecarSet's injection
-	// record.
+	// matchedPods counts pods that match the selectors and carry this
+	// SidecarSet's injection record: the pod annotations
+	// sidecarset.dev/injected and sidecarset.dev/state that injection
+	// writes.
 	MatchedPods int32 `json:"matchedPods"`
 
-	// updatedPods counts pods whose spec carries the latest revision.
+	// updatedPods counts matched pods whose spec carries the latest
+	// revision.
 	UpdatedPods int32 `json:"updatedPods"`
 
-	// readyPods counts pods that are Ready with every sidecar consistent.
+	// readyPods counts matched pods that are Ready and whose sidecars all
+	// run, healthy, the image last written into them, with no hot upgrade
+	// under way.
 	ReadyPods int32 `json:"readyPods"`
 
-	// updatedReadyPods counts pods both updated and ready: the in-place update
+	// updatedReadyPods counts pods both updated and ready, and ready for
+	// minReadySeconds since their last update: the in-place update
 	// finished and is healthy.
 	UpdatedReadyPods int32 `json:"updatedReadyPods"`
 
 	// notUpgradablePods counts pods that need a recreate: something changed
 	// that a running pod cannot take (beyond images and the cpu and memory
 	// the apiserver resizes), or the kubelet holds a resize written into it.
+	// They carry the pod condition SidecarSetUpgradable=False; `kubectl
+	// sidecarset restart NAME --not-upgradable` recreates them.
 	NotUpgradablePods int32 `json:"notUpgradablePods"`
 
 	// driftedPods counts pods where a managed sidecar's image differs from
-	// what the controller wrote.
+	// what the controller wrote: someone changed it by hand. They carry the
+	// pod condition SidecarSetDrifted=True; see driftPolicy.
 	DriftedPods int32 `json:"driftedPods"`
 
-	// unmanagedPods counts pods that match but carry no injection record.
+	// unmanagedPods counts pods that match but carry no injection record:
+	// created before the set, while nothing injected it, or opted out with
+	// the annotation sidecarset.dev/inject: "false".
 	UnmanagedPods int32 `json:"unmanagedPods"`
 
-	// skippedPods counts pods that match but into which the webhook could not
-	// inject this SidecarSet (a mounted volume the pod lacks, a port clash, the
-	// namespace's Pod Security level): they were created without it. An event
-	// on the SidecarSet says why.
+	// skippedPods counts pods that match but into which this SidecarSet could
+	// not be injected (a mounted volume the pod lacks, a port clash, the
+	// namespace's Pod Security level): they were created without it, and
+	// their sidecarset.dev/skipped annotation names it. An event on the
+	// SidecarSet says why.
 	// +optional
 	SkippedPods int32 `json:"skippedPods"`
 
@@ -871,9 +886,9 @@ type SidecarSetStatus struct {
 	// +optional
 	CompletedRevision string `json:"completedRevision,omitempty"`
 
-	// lastProgressTime is when the rollout last progressed; the
-	// progressDeadlineSeconds clock runs from it. Kept in status so that a
-	// restarted manager keeps counting.
+	// lastProgressTime is when the rollout last progressed;
+	// progressDeadlineSeconds counts from it, also across restarts of the
+	// manager.
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 
@@ -881,7 +896,10 @@ type SidecarSetStatus struct {
 	// +optional
 	Injection *InjectionStatus `json:"injection,omitempty"`
 
-	// conditions are Progressing, Complete and Stalled.
+	// conditions are Progressing (pods are being moved to the latest
+	// revision), Complete (every pod the update strategy lets move is on
+	// the latest revision and Ready for minReadySeconds) and Stalled (no
+	// progress within progressDeadlineSeconds: the rollout paused itself).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -907,11 +925,13 @@ type SidecarSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec declares the sidecars and how they are rolled out.
+	// spec declares the sidecars, which pods get them, and how running pods
+	// are updated.
 	// +required
 	Spec SidecarSetSpec `json:"spec"`
 
-	// status reports how far the rollout got.
+	// status reports which pods carry the sidecars and how far the rollout
+	// got; the manager writes it.
 	// +optional
 	Status SidecarSetStatus `json:"status,omitempty"`
 }
