@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -170,6 +172,37 @@ func TestExitCodes(t *testing.T) {
 		r := kubectl(t, false, "status", "--kubeconfig", filepath.Join(t.TempDir(), "missing"))
 		code(t, 5, r, "load the kubeconfig")
 	})
+}
+
+// TestKubeconfigFromEnv: a $KUBECONFIG that names no file that exists is
+// reported as clearly as a missing --kubeconfig, rather than as a refused
+// connection to localhost:8080, which client-go falls back to. A list that
+// names one file that exists works, as with kubectl.
+func TestKubeconfigFromEnv(t *testing.T) {
+	run := func(t *testing.T, env string) result {
+		t.Helper()
+		t.Setenv("KUBECONFIG", env)
+		var out, errOut bytes.Buffer
+		cmd := cli.NewCmdRoot(cli.NewOptions(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}))
+		cmd.SetArgs([]string{"status"})
+		err := cmd.ExecuteContext(t.Context())
+		return result{out: out.String(), errOut: errOut.String(), err: err}
+	}
+	dir := t.TempDir()
+	missing, other := filepath.Join(dir, "missing"), filepath.Join(dir, "other")
+	list := strings.Join([]string{missing, other}, string(filepath.ListSeparator))
+	for _, tc := range []struct{ env, want string }{
+		{missing, "cluster unreachable: load the kubeconfig: $KUBECONFIG names " + missing + ", which does not exist"},
+		{list, "cluster unreachable: load the kubeconfig: $KUBECONFIG names " + missing + ", " + other + ", none of which exists"},
+	} {
+		r := run(t, tc.env)
+		if got := cli.ExitCode(r.err); got != 5 || r.err == nil || r.err.Error() != tc.want {
+			t.Errorf("KUBECONFIG=%s: exit %d, error %v; want exit 5 and %q", tc.env, got, r.err, tc.want)
+		}
+	}
+	if r := run(t, strings.Join([]string{missing, kubeconfig}, string(filepath.ListSeparator))); r.err != nil {
+		t.Errorf("KUBECONFIG naming a missing file and the test cluster's: %v", r.err)
+	}
 }
 
 // TestExitCodesDocumented: the README lists the same codes as --help.

@@ -13,12 +13,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sidecarscheme "github.com/sidecarset/sidecarset/internal/scheme"
@@ -69,6 +72,9 @@ func isTerminal(w io.Writer) bool {
 
 // Client returns a client for the cluster the kubeconfig flags point at.
 func (o *Options) Client() (client.Client, error) {
+	if err := o.missingKubeconfig(); err != nil {
+		return nil, fmt.Errorf("%w: load the kubeconfig: %w", ErrUnreachable, err)
+	}
 	cfg, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("%w: load the kubeconfig (see --kubeconfig, --context): %w", ErrUnreachable, err)
@@ -85,6 +91,40 @@ func (o *Options) Client() (client.Client, error) {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
 	return c, nil
+}
+
+// missingKubeconfig refuses to go on when no kubeconfig file was given and
+// none of the files looked for exists: those of $KUBECONFIG, else
+// ~/.kube/config. client-go skips such files silently and, with none
+// left, talks to http://localhost:8080, so the user would read a refused
+// connection to a server they never named, where a missing --kubeconfig
+// FILE is reported as missing. --server needs no file, and inside a pod
+// client-go rightly falls back to the pod's service account.
+func (o *Options) missingKubeconfig() error {
+	f := o.ConfigFlags
+	if (f.KubeConfig != nil && *f.KubeConfig != "") || (f.APIServer != nil && *f.APIServer != "") ||
+		(os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != "") {
+		return nil
+	}
+	env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	paths := []string{clientcmd.RecommendedHomeFile}
+	if env != "" {
+		paths = filepath.SplitList(env)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); p != "" && !os.IsNotExist(err) {
+			// Exists, or cannot be read: client-go says why.
+			return nil
+		}
+	}
+	switch {
+	case env == "":
+		return fmt.Errorf("$%s is not set and %s does not exist; give --kubeconfig FILE",
+			clientcmd.RecommendedConfigPathEnvVar, clientcmd.RecommendedHomeFile)
+	case len(paths) == 1:
+		return fmt.Errorf("$%s names %s, which does not exist", clientcmd.RecommendedConfigPathEnvVar, env)
+	}
+	return fmt.Errorf("$%s names %s, none of which exists", clientcmd.RecommendedConfigPathEnvVar, strings.Join(paths, ", "))
 }
 
 // warningHandler prints the apiserver's warnings (admission warnings among
