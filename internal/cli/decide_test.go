@@ -164,6 +164,24 @@ func TestParsePartition(t *testing.T) {
 	}
 }
 
+func TestParseSteps(t *testing.T) {
+	for _, in := range []string{
+		"90%,50%,0", "20,10,0", "100%,0%", " 50 , 0 ",
+		// A count against a percentage depends on the matched pods: Run
+		// skips a step that would raise the partition.
+		"90%,5,0", "5,90%",
+	} {
+		if _, err := parseSteps(in); err != nil {
+			t.Errorf("parseSteps(%q): %v", in, err)
+		}
+	}
+	for _, in := range []string{"50,90", "50%,50%", "0,0%", "0%,5", "10,10"} {
+		if _, err := parseSteps(in); !errors.Is(err, ErrUsage) {
+			t.Errorf("parseSteps(%q): %v, want a usage error", in, err)
+		}
+	}
+}
+
 func TestPodState(t *testing.T) {
 	for _, tc := range []struct {
 		pod  rollout.Pod

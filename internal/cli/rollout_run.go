@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,8 +38,9 @@ Stop, leaving the partition where it is, at the first anomaly:
   - someone pauses it, or sets type NotUpdate (exit 3);
   - the step is not done within --wait-ready (exit 4).
 
-A step that would raise the partition is skipped, so after fixing what
-stopped a run, the same command picks up where it stopped. A read or write
+Each step must be lower than the one before (50,90 is refused). A step that
+would raise the partition is skipped, so after fixing what stopped a run, the
+same command picks up where it stopped. A read or write
 that fails transiently (the apiserver busy or restarting, the manager's
 webhook briefly away) is retried with back-off.`,
 		Example: `  # Canary 10%, then half, then everything
@@ -73,7 +75,16 @@ webhook briefly away) is retried with back-off.`,
 	return cmd
 }
 
-// parseSteps reads --steps.
+// parseSteps reads --steps. Each step must keep fewer pods than the one
+// before wherever that is known without the number of matched pods:
+//
+//	90%,50%,0   ok
+//	20,10,0     ok
+//	50,90       refused: step 2 keeps more pods than step 1
+//	50%,50%     refused: step 2 would wait for nothing
+//	0,0%        refused: 0 and 0% are the same partition
+//	90%,5,0     ok: 90% and 5 compare only against the matched pods, so Run
+//	            skips a step that would raise the partition
 func parseSteps(s string) ([]intstr.IntOrString, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, usageErrorf("--steps is required: the partitions to go through, e.g. 90%%,50%%,0")
@@ -84,9 +95,36 @@ func parseSteps(s string) ([]intstr.IntOrString, error) {
 		if err != nil {
 			return nil, err
 		}
+		if i > 0 && !below(p, steps[i-1]) {
+			return nil, usageErrorf("--steps %s: step %d (%s) is not below step %d (%s): the partition is how many pods stay on their revision, so each step must be lower than the one before, e.g. 90%%,50%%,0",
+				s, i+1, p.String(), i, steps[i-1].String())
+		}
 		steps = append(steps, p)
 	}
 	return steps, nil
+}
+
+// below reports whether partition a keeps fewer pods than b, true when
+// that depends on the number of matched pods (a count against a
+// percentage, neither 0).
+func below(a, b intstr.IntOrString) bool {
+	an, bn := number(a), number(b)
+	switch {
+	case bn == 0:
+		return false
+	case an == 0, a.Type == b.Type:
+		return an < bn
+	}
+	return true
+}
+
+// number is a parsed partition's number: 10 for 10, 50 for 50%.
+func number(p intstr.IntOrString) int {
+	if p.Type == intstr.Int {
+		return int(p.IntVal)
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(p.StrVal, "%")) // parsePartition checked it
+	return n
 }
 
 // RunOptions say how Run walks the partition down.

@@ -176,6 +176,34 @@ func TestRolloutRun(t *testing.T) {
 	}
 }
 
+// TestRolloutRunStepsGoDown: steps that do not lower the partition are a
+// usage error naming --steps and why, before anything is written. They
+// used to be skipped one by one, and the run exited 0 with "all 2 steps
+// done" having done nothing.
+func TestRolloutRunStepsGoDown(t *testing.T) {
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 0)
+	set.Spec.UpdateStrategy.Partition = partition("100%")
+	f.CreateSet(set)
+	for _, tc := range []struct{ steps, want string }{
+		{"50,90", "--steps 50,90: step 2 (90) is not below step 1 (50): the partition is how many pods stay on their revision, so each step must be lower than the one before, e.g. 90%,50%,0"},
+		{"90%,50%,50%", "--steps 90%,50%,50%: step 3 (50%) is not below step 2 (50%)"},
+		{"0,10%", "--steps 0,10%: step 2 (10%) is not below step 1 (0)"},
+		{"50%,0%,0", "--steps 50%,0%,0: step 3 (0) is not below step 2 (0%)"},
+	} {
+		r := kubectl(t, false, "rollout", "run", f.Set, "--steps", tc.steps)
+		if got := cli.ExitCode(r.err); got != 2 || r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
+			t.Errorf("--steps %s: exit %d, error %v; want exit 2 and an error containing %q", tc.steps, got, r.err, tc.want)
+		}
+		if r.out != "" {
+			t.Errorf("--steps %s printed steps:\n%s", tc.steps, r.out)
+		}
+	}
+	if got := f.GetSet().Spec.UpdateStrategy.Partition.String(); got != "100%" {
+		t.Errorf("a refused run changed the partition to %s", got)
+	}
+}
+
 func TestRolloutRunStopsAtAnomaly(t *testing.T) {
 	f := newFixture(t)
 	// The readiness probe matters: without one a real kubelet counts a
