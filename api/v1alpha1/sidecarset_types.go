@@ -643,6 +643,7 @@ type UpdateScatterTerm struct {
 
 // SidecarSetSpec declares sidecars, which pods get them, and how running pods
 // are updated.
+// +kubebuilder:validation:XValidation:rule="has(self.selector)",message="a SidecarSet must say which pods it injects: give matchLabels or matchExpressions",fieldPath=".selector",reason="FieldValueRequired"
 type SidecarSetSpec struct {
 	// namespaceSelector selects, by their labels, the namespaces whose pods
 	// are injected. When unset, every namespace. kube-system, kube-public,
@@ -655,8 +656,8 @@ type SidecarSetSpec struct {
 
 	// selector selects, by their labels, the pods the sidecars go into.
 	// Required and not empty.
-	// +required
-	Selector *metav1.LabelSelector `json:"selector"`
+	// +kubebuilder:validation:Optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// containers are the regular sidecars, injected into the pod's
 	// containers; into a pod meant to finish (restartPolicy Never or

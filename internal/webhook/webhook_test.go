@@ -250,6 +250,31 @@ func TestInvalidSidecarSetRefused(t *testing.T) {
 	}
 }
 
+// TestSidecarSetWithoutSelector: a SidecarSet without spec.selector, from
+// kubectl or from a Go client, is refused with one error that names the
+// field. The defaulting webhook used to write "selector": null back, which
+// the schema refused as a null object, with a second error naming no field.
+func TestSidecarSetWithoutSelector(t *testing.T) {
+	const want = `spec.selector: Required value: a SidecarSet must say which pods it injects: give matchLabels or matchExpressions`
+	out, err := kubectlOn(t)(`apiVersion: sidecarset.dev/v1alpha1
+kind: SidecarSet
+metadata: {name: no-selector}
+spec:
+  containers: [{name: exporter, image: exporter:1}]
+`, "apply", "-f", "-")
+	if err == nil || strings.TrimSpace(out) != `The SidecarSet "no-selector" is invalid: `+want {
+		t.Errorf("kubectl apply: %v\n%s\nwant one error: %s", err, out, want)
+	}
+
+	set := sidecarSet("no-selector", nil, corev1.Container{Name: "exporter", Image: "exporter:1"})
+	set.Spec.Selector = nil
+	err = env.Client.Create(t.Context(), set)
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || len(status.Status().Details.Causes) != 1 || !strings.Contains(err.Error(), want) {
+		t.Errorf("create = %v, want Invalid with one cause: %s", err, want)
+	}
+}
+
 func TestConflictingSidecarSetRefused(t *testing.T) {
 	labels := map[string]string{"example.com/mysql": "conflict"}
 	createSet(t, sidecarSet("conflict-a", labels, corev1.Container{Name: "exporter", Image: "exporter:1"}))
@@ -334,9 +359,10 @@ func TestSeedManifestAccepted(t *testing.T) {
 	}
 }
 
-// TestKubectlServerSideDryRun runs the real kubectl against both webhooks,
-// as users check a change before applying it.
-func TestKubectlServerSideDryRun(t *testing.T) {
+// kubectlOn returns a function that runs the real kubectl against the test
+// apiserver with stdin, and returns what it printed.
+func kubectlOn(t *testing.T) func(stdin string, args ...string) (string, error) {
+	t.Helper()
 	assets, err := testenv.Assets()
 	if err != nil {
 		t.Fatal(err)
@@ -345,12 +371,18 @@ func TestKubectlServerSideDryRun(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kubectl := func(stdin string, args ...string) (string, error) {
+	return func(stdin string, args ...string) (string, error) {
 		cmd := exec.CommandContext(t.Context(), filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+}
+
+// TestKubectlServerSideDryRun runs the real kubectl against both webhooks,
+// as users check a change before applying it.
+func TestKubectlServerSideDryRun(t *testing.T) {
+	kubectl := kubectlOn(t)
 	labels := map[string]string{"example.com/mysql": "kubectl-dry-run"}
 	createSet(t, sidecarSet("kubectl-exporter", labels, corev1.Container{Name: "exporter", Image: "exporter:1"}))
 	ns := namespace(t, nil)
