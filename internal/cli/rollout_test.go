@@ -74,7 +74,8 @@ func TestRolloutUndo(t *testing.T) {
 	v2 := f.complete(1).LatestRevision
 
 	r := ok(t, "rollout", "undo", f.Set)
-	mustContain(t, r.out, fmt.Sprintf("%s: declared revision %s (1) again: exporter=exporter:v1 (was exporter=exporter:v2)", f.Set, v1))
+	// One revision, one name: the one status shows, with no number beside it.
+	mustContain(t, r.out, fmt.Sprintf("%s: declared revision %s again: exporter=exporter:v1 (was exporter=exporter:v2)\n", f.Set, v1))
 	mustContain(t, r.out, fmt.Sprintf("1 pod(s) go back, whatever the partition (1), at most 1 at a time: %s/p01", f.NS))
 	got := f.GetSet()
 	if img := got.Spec.Containers[0].Image; img != "exporter:v1" || got.Spec.UpdateStrategy.Partition.String() != "1" {
@@ -117,10 +118,13 @@ func TestRolloutUndo(t *testing.T) {
 	if n := fixture.CountImage(f.Pods(), "exporter:v2"); n != 1 {
 		t.Errorf("%d pods on exporter:v2 after going forward with partition 1 of 2, want 1", n)
 	}
-	mustContain(t, ok(t, "rollout", "undo", f.Set, "--to-revision", v2).out, "already declares revision "+v2)
+	mustContain(t, ok(t, "rollout", "undo", f.Set, "--to-revision", v2).out, f.Set+": already declares revision "+v2+"; nothing to do\n")
+	if got := row(t, ok(t, "status", f.Set).out, f.Set)[1]; got != v2 {
+		t.Errorf("status shows revision %s, where undo named %s", got, v2)
+	}
 
 	r = kubectl(t, false, "rollout", "undo", f.Set, "--to-revision", "99")
-	if r.err == nil || !strings.Contains(r.err.Error(), "--to-revision 99: no such revision; kept: ") {
+	if r.err == nil || !strings.Contains(r.err.Error(), "--to-revision 99: no such revision; kept, newest first: "+v2+", "+v1) {
 		t.Errorf("undo to a missing revision: %v", r.err)
 	}
 	r = kubectl(t, false, "rollout", "undo", f.Set, "--manager-namespace", "elsewhere")

@@ -40,17 +40,18 @@ partition decides. Undo lists the pods it brings back, and says so when the
 rollout is paused: nothing moves until it is resumed.
 
 Without --to-revision the previous revision is taken: the newest one other than
-the current spec's. --to-revision takes a revision number (as listed by
-kubectl get controllerrevisions -n sidecarset-system
--l sidecarset.dev/sidecarset=NAME) or a revision name.
+the current spec's. --to-revision takes a revision's name, as status shows the
+latest one and kubectl get controllerrevisions -n sidecarset-system
+-l sidecarset.dev/sidecarset=NAME lists them all (the REVISION number that
+kubectl lists works too).
 
 The patch carries the resourceVersion read, so an edit made in between fails
 the undo rather than being overwritten.`,
 		Example: `  # Back to the previous revision
   kubectl sidecarset rollout undo mysql-exporter
 
-  # Back to revision 3
-  kubectl sidecarset rollout undo mysql-exporter --to-revision 3`,
+  # Back to a given revision
+  kubectl sidecarset rollout undo mysql-exporter --to-revision mysql-exporter-c6z2fb9f54`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.Client()
@@ -64,7 +65,7 @@ the undo rather than being overwritten.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&to, "to-revision", "", "Revision number or name to go back to (default: the previous one)")
+	cmd.Flags().StringVar(&to, "to-revision", "", "Name of the revision to go back to, or its number (default: the previous one)")
 	return cmd
 }
 
@@ -94,7 +95,7 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 		return fmt.Errorf("%s (revisions are kept in namespace %s; see --manager-namespace): %w", opts.Name, opts.ManagerNamespace, err)
 	}
 	if cr.Name == current {
-		_, err := fmt.Fprintf(out, "%s: already declares revision %s (%d); nothing to do\n", opts.Name, cr.Name, cr.Revision)
+		_, err := fmt.Fprintf(out, "%s: already declares revision %s; nothing to do\n", opts.Name, cr.Name)
 		return err
 	}
 
@@ -126,8 +127,8 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 	if err := c.Patch(ctx, set, patch); err != nil {
 		return fmt.Errorf("declare revision %s in SidecarSet %s: %w", cr.Name, opts.Name, err)
 	}
-	if _, err := fmt.Fprintf(out, "%s: declared revision %s (%d) again: %s (was %s)\n",
-		opts.Name, cr.Name, cr.Revision, images(&set.Spec), before); err != nil {
+	if _, err := fmt.Fprintf(out, "%s: declared revision %s again: %s (was %s)\n",
+		opts.Name, cr.Name, images(&set.Spec), before); err != nil {
 		return err
 	}
 	return undoPlan(out, set, back, moving)
@@ -159,8 +160,10 @@ func undoPlan(out io.Writer, set *v1alpha1.SidecarSet, back bool, moving []strin
 	return err
 }
 
-// pickRevision returns the revision to: its number or name, or, when empty,
-// the newest revision other than current.
+// pickRevision returns the revision to: its name or number, or, when empty,
+// the newest revision other than current. Revisions are named as status
+// names them (by name only): the number is taken for those who read it
+// from kubectl get controllerrevisions.
 func pickRevision(revs []appsv1.ControllerRevision, current, to string) (*appsv1.ControllerRevision, error) {
 	slices.SortFunc(revs, func(a, b appsv1.ControllerRevision) int { return int(b.Revision - a.Revision) })
 	if to == "" {
@@ -179,9 +182,9 @@ func pickRevision(revs []appsv1.ControllerRevision, current, to string) (*appsv1
 	}
 	var kept []string
 	for _, r := range revs {
-		kept = append(kept, fmt.Sprintf("%d (%s)", r.Revision, r.Name))
+		kept = append(kept, r.Name)
 	}
-	return nil, fmt.Errorf("--to-revision %s: no such revision; kept: %s", to, orNone(strings.Join(kept, ", ")))
+	return nil, fmt.Errorf("--to-revision %s: no such revision; kept, newest first: %s", to, orNone(strings.Join(kept, ", ")))
 }
 
 // images spells a spec's sidecar images, "exporter=img:1, shipper=img:2".
