@@ -219,7 +219,7 @@ func TestJudgeValidation(t *testing.T) {
 		detail   string
 	}{
 		{nil, false, "no validating webhook is registered"},
-		{errors.New(`admission webhook "sidecarsets.sidecarset.dev" denied the request: spec.selector: Invalid`), true, "refused an invalid probe"},
+		{errors.New(`admission webhook "sidecarsets.sidecarset.dev" denied the request: spec.selector: Invalid`), true, "refused the invalid probe SidecarSet (empty selector, dry run), as it should"},
 		{errors.New(`Internal error occurred: failed calling webhook "sidecarsets.sidecarset.dev": connection refused`), false, "registered but not answering"},
 		{errors.New("forbidden"), false, "dry-run create of a probe SidecarSet failed: forbidden"},
 		{errors.New(`admission webhook "policy.example.com" denied the request: no`), false, `another admission webhook, "policy.example.com", refused the probe SidecarSet before ours answered`},
