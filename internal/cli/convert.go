@@ -74,7 +74,10 @@ with the field and the reason.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "File of OpenKruise SidecarSets, or - for standard input")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "the SidecarSets are printed converted",
+		1: "an input cannot be read or converted, or another error",
+	})
 }
 
 // ConvertOptions name the input and the installation validated against.

@@ -38,8 +38,9 @@ type exitCode struct {
 	meaning string
 }
 
-// exitCodes is the one table of exit codes: ExitCode reads it, every
-// verb's --help prints it, and the README copies it (a test checks).
+// exitCodes is the one table of exit codes: ExitCode reads it, the root's
+// --help prints it, each verb's --help the rows it can return (exits),
+// and the README copies it (a test checks).
 // ExitCode tries the rows in order, so an error wrapping two of them (a
 // timeout while the cluster was unreachable) gets the earlier one.
 var exitCodes = []exitCode{
@@ -67,16 +68,56 @@ func ExitCode(err error) int {
 	return 1
 }
 
-// exitCodesHelp spells the table for --help.
+// exitCodesHelp spells the whole table, for the help of the root and of
+// verbs that only group others (rollout).
 func exitCodesHelp() string {
+	return spellExitCodes("Exit codes (each verb's --help lists those it returns):", exitCodes)
+}
+
+// spellExitCodes spells rows under head, by code, as a reader looks them up.
+func spellExitCodes(head string, rows []exitCode) string {
 	var b strings.Builder
-	b.WriteString("Exit codes:\n")
-	// By code, as a reader looks them up.
-	rows := slices.SortedFunc(slices.Values(exitCodes), func(a, b exitCode) int { return a.code - b.code })
-	for _, r := range rows {
+	b.WriteString(head + "\n")
+	for _, r := range slices.SortedFunc(slices.Values(rows), func(a, b exitCode) int { return a.code - b.code }) {
 		fmt.Fprintf(&b, "  %d  %s\n", r.code, r.meaning)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// annotationExitCodes holds, on a verb, the exit codes its --help lists.
+const annotationExitCodes = "sidecarset.dev/exit-codes"
+
+// exits records the exit codes cmd can return, each with what it means
+// for cmd, for its --help: only those, so that a verb never promises what
+// it cannot do (convert reaches no cluster; inject completes no rollout).
+// Usage (2) is added, as every verb can return it; a meaning left empty
+// reads as in the table.
+func exits(cmd *cobra.Command, codes map[int]string) *cobra.Command {
+	// A verb has no verbs of its own to get wrong.
+	rows := []exitCode{{code: 2, meaning: "usage: an unknown flag, wrong arguments, a flag value out of range"}}
+	for code, meaning := range codes {
+		if meaning == "" {
+			meaning = general(code)
+		}
+		if code != 2 {
+			rows = append(rows, exitCode{code: code, meaning: meaning})
+		}
+	}
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotationExitCodes] = spellExitCodes("Exit codes:", rows)
+	return cmd
+}
+
+// general is code's meaning in the table.
+func general(code int) string {
+	for _, c := range exitCodes {
+		if c.code == code {
+			return c.meaning
+		}
+	}
+	panic(fmt.Sprintf("exit code %d is not in the table", code))
 }
 
 // unreachable reports whether err says the apiserver could not be reached
@@ -107,7 +148,8 @@ func usageError(err error) error {
 
 // withUsageErrors makes every error cobra reports about the command line
 // (flags, arguments, unknown verbs) wrap ErrUsage, and prints the exit
-// codes in the help of every verb, for cmd and its subcommands.
+// codes in the help of every verb, for cmd and its subcommands: those the
+// verb gave exits, else (the root, rollout) the whole table.
 func withUsageErrors(cmd *cobra.Command) {
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	if cmd.HasSubCommands() {
@@ -123,7 +165,11 @@ func withUsageErrors(cmd *cobra.Command) {
 	} else if args := cmd.Args; args != nil {
 		cmd.Args = func(c *cobra.Command, a []string) error { return usageError(args(c, a)) }
 	}
-	cmd.Long = strings.TrimRight(cmd.Long, "\n") + "\n\n" + exitCodesHelp()
+	codes, ok := cmd.Annotations[annotationExitCodes]
+	if !ok {
+		codes = exitCodesHelp()
+	}
+	cmd.Long = strings.TrimRight(cmd.Long, "\n") + "\n\n" + codes
 	for _, sub := range cmd.Commands() {
 		withUsageErrors(sub)
 	}

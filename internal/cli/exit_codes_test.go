@@ -4,17 +4,20 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -205,29 +208,80 @@ func TestKubeconfigFromEnv(t *testing.T) {
 	}
 }
 
-// TestExitCodesDocumented: the README lists the same codes as --help.
+// TestExitCodesDocumented: the README lists the same codes as the root's
+// --help.
 func TestExitCodesDocumented(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	help := kubectl(t, false, "status", "--help").out
-	i := strings.Index(help, "Exit codes:\n")
-	if i < 0 {
-		t.Fatalf("status --help lacks the exit codes:\n%s", help)
+	codes := helpExitCodes(t, kubectl(t, false, "--help").out)
+	if len(codes) != 6 {
+		t.Fatalf("the root's --help lists %d exit codes, want all 6: %v", len(codes), codes)
 	}
-	for _, line := range lines(help[i+len("Exit codes:\n"):]) {
-		if !regexp.MustCompile(`^\d  `).MatchString(line) {
-			break
-		}
-		code, meaning, _ := strings.Cut(line, "  ")
+	for code, meaning := range codes {
 		if !strings.Contains(string(readme), "| "+code+" | "+meaning+" |") {
 			t.Errorf("README lacks the row | %s | %s |", code, meaning)
 		}
 	}
-	for _, verb := range [][]string{{"rollout", "run", "--help"}, {"restart-unmanaged", "--help"}, {"preflight", "--help"}} {
-		if !strings.Contains(kubectl(t, false, verb...).out, "Exit codes:\n  0  ") {
-			t.Errorf("%v lacks the exit codes", verb)
+}
+
+// TestExitCodesPerVerb: each verb's --help lists the exit codes it can
+// return, and no other: inject and convert steer no rollout, convert
+// reaches no cluster. Every verb is listed here, so a new one needs its
+// codes.
+func TestExitCodesPerVerb(t *testing.T) {
+	want := map[string]string{
+		"status":            "012345",
+		"pods":              "0125",
+		"rollout":           "012345", // its verbs' together
+		"rollout promote":   "0125",
+		"rollout pause":     "0125",
+		"rollout resume":    "0125",
+		"rollout undo":      "0125",
+		"rollout run":       "012345",
+		"preflight":         "0125",
+		"inject":            "0125",
+		"convert":           "012",
+		"restart":           "012345",
+		"restart-unmanaged": "012345",
+	}
+	var verbs []string
+	var walk func(c *cobra.Command, path string)
+	walk = func(c *cobra.Command, path string) {
+		for _, sub := range c.Commands() {
+			verbs = append(verbs, strings.TrimSpace(path+" "+sub.Name()))
+			walk(sub, path+" "+sub.Name())
 		}
 	}
+	walk(cli.NewCmdRoot(cli.NewOptions(genericiooptions.NewTestIOStreamsDiscard())), "")
+	for _, verb := range verbs {
+		codes := helpExitCodes(t, kubectl(t, false, append(strings.Fields(verb), "--help")...).out)
+		got := slices.Sorted(maps.Keys(codes))
+		if w, ok := want[verb]; !ok || strings.Join(got, "") != w {
+			t.Errorf("%s --help lists exit codes %v, want %s", verb, got, w)
+		}
+	}
+	// The promise the issue found in inject's help.
+	if codes := helpExitCodes(t, kubectl(t, false, "inject", "--help").out); strings.Contains(codes["0"], "rollout") {
+		t.Errorf("inject --help says of exit 0: %s", codes["0"])
+	}
+}
+
+// helpExitCodes reads the exit codes a --help lists: code to meaning.
+func helpExitCodes(t *testing.T, help string) map[string]string {
+	t.Helper()
+	i := strings.Index(help, "Exit codes")
+	if i < 0 {
+		t.Fatalf("no exit codes in:\n%s", help)
+	}
+	codes := map[string]string{}
+	for _, line := range lines(help[i:])[1:] {
+		if !regexp.MustCompile(`^\d  `).MatchString(line) {
+			break
+		}
+		code, meaning, _ := strings.Cut(line, "  ")
+		codes[code] = meaning
+	}
+	return codes
 }

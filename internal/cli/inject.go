@@ -99,7 +99,11 @@ as they came. --exclude-namespaces models that list; its default is the chart's.
 	cmd.Flags().StringVar(&setsFile, "sidecarsets", "", "File of SidecarSets to inject instead of the cluster's (no cluster needed)")
 	cmd.Flags().StringSliceVar(&exclude, "exclude-namespaces", exclude,
 		"Namespaces the pod webhook never sees (the chart's webhook.excludeNamespaces); the manager's namespace is always added")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "the manifests are printed",
+		1: "an input or a SidecarSet cannot be read or is invalid, or another error",
+		5: "unreachable (without --sidecarsets): no kubeconfig, or the apiserver did not answer even after retries",
+	})
 }
 
 // DefaultExcludedNamespaces are the chart's default webhook.excludeNamespaces

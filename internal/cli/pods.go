@@ -83,7 +83,11 @@ with the node. Without -n, pods of every namespace are listed.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml (default: a table)")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "the pods are listed",
+		1: "no such SidecarSet, or another error",
+		5: "",
+	})
 }
 
 // PodsOptions says which pods Pods lists and how.

@@ -102,7 +102,11 @@ still be starting. Exit 0 only when both answer.`,
 		},
 	}
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "How long to retry the checks")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "both webhooks answer",
+		1: "a webhook did not answer within --timeout, or another error",
+		5: "",
+	})
 }
 
 // PreflightOptions say where and how long Preflight probes.

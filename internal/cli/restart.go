@@ -118,7 +118,7 @@ func NewCmdRestart(o *Options) *cobra.Command {
 	cmd.Flags().BoolVar(&opts.Which.Unmanaged, "unmanaged", false, "Recreate the pods the selectors match that carry no record of the SidecarSet")
 	cmd.Flags().BoolVar(&opts.Which.Skipped, "skipped", false, "Recreate the pods the webhook skipped the SidecarSet for")
 	restartFlags(cmd, &opts)
-	return cmd
+	return exits(cmd, restartExits())
 }
 
 // NewCmdRestartUnmanaged returns `restart-unmanaged NAME`, which is
@@ -140,7 +140,18 @@ func NewCmdRestartUnmanaged(o *Options) *cobra.Command {
 		},
 	}
 	restartFlags(cmd, &opts)
-	return cmd
+	return exits(cmd, restartExits())
+}
+
+// restartExits are the exit codes of both restart verbs.
+func restartExits() map[int]string {
+	return map[int]string{
+		0: "the workloads are restarted (with --dry-run, listed), or none needs it",
+		1: "a workload was refused (after the others are restarted), or another error",
+		3: "spec.injectionStrategy.paused: restarted pods would not get the sidecars",
+		4: "--timeout ran out waiting for a PodDisruptionBudget, or for a restarted workload's rollout",
+		5: "",
+	}
 }
 
 func restartFlags(cmd *cobra.Command, opts *RestartOptions) {

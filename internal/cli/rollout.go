@@ -71,12 +71,16 @@ never moves updated pods back (use rollout undo for that).`,
 		},
 	}
 	cmd.Flags().StringVar(&partition, "partition", "", "Pods that stay on their revision: a count (10) or a percentage of the matched pods (50%)")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "the partition is set",
+		1: "no such SidecarSet, a refused patch, or another error",
+		5: "",
+	})
 }
 
 // NewCmdPause returns `rollout pause NAME`.
 func NewCmdPause(o *Options) *cobra.Command {
-	return &cobra.Command{
+	return exits(&cobra.Command{
 		Use:   "pause NAME",
 		Short: "Stop updating running pods (updateStrategy.paused: true)",
 		Long: `Set updateStrategy.paused: no further running pod is updated. Updates already
@@ -90,12 +94,16 @@ written finish, new pods are still injected, and status is still kept.`,
 			}
 			return SetPaused(cmd.Context(), c, o.Out, args[0], true)
 		},
-	}
+	}, map[int]string{
+		0: "the rollout is paused (or already was)",
+		1: "no such SidecarSet, a refused patch, or another error",
+		5: "",
+	})
 }
 
 // NewCmdResume returns `rollout resume NAME`.
 func NewCmdResume(o *Options) *cobra.Command {
-	return &cobra.Command{
+	return exits(&cobra.Command{
 		Use:   "resume NAME",
 		Short: "Resume updating running pods (updateStrategy.paused: false)",
 		Long: `Clear updateStrategy.paused. A rollout the controller paused because it
@@ -109,7 +117,11 @@ stalled starts again with a fresh progress deadline.`,
 			}
 			return SetPaused(cmd.Context(), c, o.Out, args[0], false)
 		},
-	}
+	}, map[int]string{
+		0: "the rollout is resumed (or already was)",
+		1: "no such SidecarSet, a refused patch, or another error",
+		5: "",
+	})
 }
 
 // Promote sets the SidecarSet's updateStrategy.partition.

@@ -72,7 +72,13 @@ webhook briefly away) is retried with back-off.`,
 	cmd.Flags().StringVar(&steps, "steps", "", "Partitions to go through, comma-separated: counts (10) or percentages of the matched pods (50%)")
 	cmd.Flags().DurationVar(&opts.WaitReady, "wait-ready", opts.WaitReady, "How long each step may take")
 	cmd.Flags().DurationVar(&opts.NotReadyTimeout, "not-ready-timeout", opts.NotReadyTimeout, "How long updated pods may stay not ready with no pod becoming ready")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "every step is done",
+		1: "an anomaly stopped the run (updated pods not ready for --not-ready-timeout, a stall), or another error",
+		3: "the rollout is paused or of type NotUpdate, before or during the run",
+		4: "--wait-ready ran out: a step not done, or the controller not yet reporting on the spec",
+		5: "",
+	})
 }
 
 // parseSteps reads --steps. Each step must keep fewer pods than the one

@@ -66,7 +66,11 @@ the undo rather than being overwritten.`,
 		},
 	}
 	cmd.Flags().StringVar(&to, "to-revision", "", "Name of the revision to go back to, or its number (default: the previous one)")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "the revision is declared again (or already was)",
+		1: "no such SidecarSet or revision, the SidecarSet changed while undo read it, or another error",
+		5: "",
+	})
 }
 
 // UndoOptions says what Undo goes back to.

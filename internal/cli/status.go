@@ -104,7 +104,13 @@ it is set.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml (default: a table)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout of NAME until it is Complete, Stalled or paused")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "With -w: how long to follow before giving up (exit 4); 0 means no limit")
-	return cmd
+	return exits(cmd, map[int]string{
+		0: "the SidecarSets are shown; with -w, the rollout is complete",
+		1: "no such SidecarSet, or another error; with -w, the rollout stalled",
+		3: "with -w: the rollout is held: paused, of type NotUpdate, or the partition or pods it does not wait for keep the rest",
+		4: "with -w --timeout: the rollout was not complete in time",
+		5: "",
+	})
 }
 
 // StatusOptions says what Status prints.
