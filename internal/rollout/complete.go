@@ -51,9 +51,13 @@ import (
 // adoption) is complete once the container runs: the kubelet created it from
 // the injected spec. One written while no container of it had started yet
 // (NoneRan) is complete once a container runs whose status shows the
-// written image: the kubelet may have been creating one from the spec
-// before, and it shows that one at the write's generation too, just before
-// it replaces it. A record written before writes were kept (revision.Write) is
+// written image, or that is not the first (restartCount above 0): the
+// kubelet may have been creating one from the spec before, and it shows
+// that one at the write's generation too, just before it replaces it; any
+// later one it created from the written spec. Only a first container of a
+// tag that shares its content with the one before, which the runtime may
+// name by that other tag, is not told from the one before: such a write
+// waits until the container restarts or the pod is recreated. A record written before writes were kept (revision.Write) is
 // judged as it was then: by the imageID changing, or a declared digest
 // equal to the running one.
 //
@@ -74,6 +78,7 @@ import (
 //	written x:v2,           waiting ErrImagePull                 → false
 //	written x:v2, none ran, c1 running, status.image x:v1        → false (created from the spec before)
 //	written x:v2, none ran, c1 running, status.image x:v2        → true
+//	written x:v2, none ran, c2 running, status.image x:v1, restartCount 1 → true (a later container)
 //	no write,               c1 running                           → true  (as injected)
 func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1.ContainerStatus, observedGeneration int64) bool {
 	if st.State.Running == nil {
@@ -94,7 +99,7 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 		return false
 	}
 	if rc.NoneRan {
-		return runsImage(st, rc.Image)
+		return runsImage(st, rc.Image) || st.RestartCount > 0
 	}
 	backToPrevious := rc.PreviousImage != "" && rc.PreviousImage == rc.Image
 	if rc.PreviousContainerID != "" && st.ContainerID == rc.PreviousContainerID {

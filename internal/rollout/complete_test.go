@@ -125,6 +125,14 @@ func TestUpdateComplete(t *testing.T) {
 			status:   corev1.ContainerStatus{ContainerID: c2, Image: "docker.io/library/x:v2", ImageID: "r/x@" + bbb, State: run},
 			want:     true,
 		},
+		{
+			// A tag of the same content, which the runtime names by the
+			// tag it knew: a container after the first is the write's.
+			name: "written while none ran, a later container shown by another tag", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v2", NoneRan: true},
+			status:   corev1.ContainerStatus{ContainerID: c2, Image: "x:v1", ImageID: "r/x@" + aaa, RestartCount: 1, State: run},
+			want:     true,
+		},
 		{name: "as injected, running", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"}, status: status(c1, "r/x@"+aaa), want: true},
 		{
 			name: "as injected, still creating", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"},
