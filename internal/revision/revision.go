@@ -280,8 +280,17 @@ type SetState struct {
 	Hash          string `json:"hash"`
 	ImagelessHash string `json:"imagelessHash"`
 	// Write describes the last in-place write of this record; nil after
-	// injection or adoption, when nothing was written into a running pod.
+	// injection or adoption, when nothing was written into a running pod,
+	// and once the pod is back from it (Released).
 	Write *Write `json:"write,omitempty"`
+	// Released is the last write once the pod came back from it, Ready
+	// past minReadySeconds with every written sidecar in its new container
+	// (rollout.ActionSettle), until the next write. Should a pod it
+	// disrupted fail later, the rollout tells that from a write that never
+	// came back: it counts the pod again while it has work, without a slot
+	// of its own (rollout.Pod.Again). Write is nil meanwhile, so that a
+	// manager that does not know this field reads the record as settled.
+	Released *Write `json:"released,omitempty"`
 	// Containers are the injected containers, found by name.
 	Containers []ContainerState `json:"containers"`
 }

@@ -148,7 +148,7 @@ func TestApplySettlesOthersBack(t *testing.T) {
 	if others := otherWrites(back); !slices.Equal(others, []string{setName}) {
 		t.Errorf("Apply settled %v for others, want [%s]", others, setName)
 	}
-	if p := Classify(back, record(back), latest); p.Disrupting || p.Record.Write == nil || !p.Record.Write.Released {
+	if p := Classify(back, record(back), latest); p.Disrupting || p.Record.Write != nil || p.Record.Released == nil {
 		t.Errorf("after another set's write took p01 down: Disrupting %v, Write %+v; want the write released and not counted", p.Disrupting, p.Record.Write)
 	}
 
@@ -161,7 +161,7 @@ func TestApplySettlesOthersBack(t *testing.T) {
 	if others := otherWrites(perSet); !slices.Equal(others, []string{setName}) {
 		t.Errorf("Apply settled %v for others with the record in a per-set key, want [%s]", others, setName)
 	}
-	if rec := record(perSet); rec.Write == nil || !rec.Write.Released {
+	if rec := record(perSet); rec.Write != nil || rec.Released == nil {
 		t.Errorf("the record in a per-set key was not released: Write %+v", rec.Write)
 	}
 	if _, ok := perSet.Annotations[revision.PerSetKey(setName)]; ok {

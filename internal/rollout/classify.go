@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -66,15 +67,16 @@ type Pod struct {
 	// pod failing later is not taken for the write in flight or for a
 	// disruption the write still holds (Again).
 	Back bool
-	// Again: the pod came back from a write that disrupted it (the record
-	// says Released) and has failed since: it is not Ready, or not yet for
-	// minReadySeconds. As a Deployment counts every unavailable pod, it
-	// counts against maxUnavailable, but holds no slot of its own: a write
-	// that restarts it once it is Ready takes a slot in its own place, like
-	// any other (found by TestModel -rapid.seed=1674583798857000453,
-	// where a handoff into such a pod went as the continuation of a
-	// disruption the pod no longer had). The rollout does not wait for it
-	// (Awaited), and a pod another set's rollout has down does not count
+	// Again: the pod, on the latest revision, came back from a write that
+	// disrupted it (Record.Released) and has failed since: it is not Ready,
+	// or not yet for minReadySeconds. As a Deployment counts every
+	// unavailable pod, it counts against maxUnavailable while the rollout
+	// has work, but holds no slot of its own: a write that restarts it once
+	// it is Ready takes a slot in its own place, like any other (found by
+	// TestModel -rapid.seed=1674583798857000453, where a handoff into such
+	// a pod went as the continuation of a disruption the pod no longer
+	// had). The rollout does not wait for it (Awaited), and a pod on a lost
+	// node or that another set's rollout has down does not count
 	// (counted).
 	Again bool
 	// ReleaseAt, for a Ready pod that has not been Ready for its last
@@ -281,8 +283,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	p.HandoffOwed = handoffsOwed(p)
 	p.Upgradable, p.NotUpgradable, p.Resize = upgradable(pod, p, latest, w.held)
 	p.Ready = p.PodReady && w.complete
-	if p.PodReady && rec.Write != nil {
-		p.ReleaseAt = released(pod, rec, latest.Now)
+	if w := cmp.Or(rec.Write, rec.Released); p.PodReady && w != nil {
+		p.ReleaseAt = released(pod, rec.Containers, w.MinReadySeconds, latest.Now)
 	}
 	p.Available = p.Ready && p.ReleaseAt.IsZero()
 	p.judgeDisruption(w)
@@ -446,8 +448,8 @@ func (p *Pod) judgeDisruption(w progress) {
 	rec := p.Record
 	waiting := !p.ReleaseAt.IsZero()
 	switch {
-	case rec.Write != nil && rec.Write.Released:
-		p.Again = rec.Write.WasReady && (!p.Ready || waiting)
+	case rec.Write == nil && rec.Released != nil:
+		p.Again = rec.Released.WasReady && p.Updated && (!p.Ready || waiting)
 	case rec.Write == nil:
 		// Written before writes were kept, by a version that wrote ready
 		// pods only within maxUnavailable: an update in flight in a pod
@@ -490,8 +492,8 @@ func (p *Pod) judgeDisruption(w progress) {
 //	Ready since 12:00:10, sidecar started 12:00:25 → 12:00:35 (it restarted)
 //	Ready since 12:00:25                           → 12:00:35
 //	minReadySeconds 0                              → zero
-func released(pod *corev1.Pod, rec revision.SetState, now time.Time) time.Time {
-	if rec.Write.MinReadySeconds <= 0 {
+func released(pod *corev1.Pod, recorded []revision.ContainerState, minReadySeconds int32, now time.Time) time.Time {
+	if minReadySeconds <= 0 {
 		return time.Time{}
 	}
 	var since time.Time
@@ -505,7 +507,7 @@ func released(pod *corev1.Pod, rec revision.SetState, now time.Time) time.Time {
 			later(c.LastTransitionTime)
 		}
 	}
-	for _, rc := range rec.Containers {
+	for _, rc := range recorded {
 		if !written(rc) {
 			continue
 		}
@@ -517,7 +519,7 @@ func released(pod *corev1.Pod, rec revision.SetState, now time.Time) time.Time {
 			later(st.State.Running.StartedAt)
 		}
 	}
-	at := since.Add(time.Duration(rec.Write.MinReadySeconds) * time.Second)
+	at := since.Add(time.Duration(minReadySeconds) * time.Second)
 	if !now.Before(at) {
 		return time.Time{}
 	}

@@ -293,12 +293,17 @@ func Next(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	scope, err := newScope(in.Pods, in.Strategy, selected)
+	pods := slices.Clone(in.Pods)
+	slices.SortFunc(pods, func(a, b Pod) int { return compareKeys(a.Key, b.Key) })
+	if !hasWork(pods, in.Strategy, selected) {
+		for i := range pods {
+			pods[i].Again = false
+		}
+	}
+	scope, err := newScope(pods, in.Strategy, selected)
 	if err != nil {
 		return Plan{}, err
 	}
-	pods := slices.Clone(in.Pods)
-	slices.SortFunc(pods, func(a, b Pod) int { return compareKeys(a.Key, b.Key) })
 	due, err := dueOf(pods, in, scope, selected)
 	if err != nil {
 		return Plan{}, err
@@ -511,6 +516,10 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 		wr.MinReadySeconds = latest.MinReadySeconds
 		u.State.Write = &wr
 	}
+	if u.writesSpec() {
+		// A new write: the one released before it is no longer the pod's.
+		u.State.Released = nil
+	}
 	return u
 }
 
@@ -649,12 +658,21 @@ func (u PodUpdate) writesSpec() bool {
 	return len(u.Containers) > 0 || len(u.Resize) > 0
 }
 
+// hasWork reports whether the rollout has pods to move, now or in a later
+// step of the partition: only then does a pod that failed again count
+// (Pod.Again). Once none is left, its failure is not the rollout's.
+func hasWork(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) bool {
+	return s.Type != v1alpha1.NotUpdateStrategy &&
+		slices.ContainsFunc(pods, func(p Pod) bool { return !p.Updated && p.Upgradable && selected(p) })
+}
+
 // counted reports whether p counts against maxUnavailable: the rollout has
-// it down, or it failed again once released, unless another set's rollout
-// has it down. A pod on a lost node whose write is still to come keeps its
-// slot: the kubelet acts on it when the node is back.
+// it down, or it failed again once released (Again), unless its node is
+// lost or another set's rollout has it down. A pod on a lost node whose
+// write is still to come keeps its slot: the kubelet acts on it when the
+// node is back.
 func (p Pod) counted() bool {
-	return p.Disrupting && (!p.NodeLost || p.Updating) || p.Again && len(p.DisruptedBy) == 0
+	return p.Disrupting && (!p.NodeLost || p.Updating) || p.Again && !p.NodeLost && len(p.DisruptedBy) == 0
 }
 
 // newScope does the arithmetic Next and status.Compute share.
@@ -777,10 +795,9 @@ func settleOf(p Pod) PodUpdate {
 	return PodUpdate{Pod: p.Key, Action: ActionSettle, State: releasedRecord(p.Record)}
 }
 
-// releasedRecord returns rec with its write released and every container
-// settled, so that a sidecar failing later is judged as any running
-// container, not as a write in flight. A write from before writes were
-// kept has nothing to keep.
+// releasedRecord returns rec with its write moved to Released and every
+// container settled, so that a sidecar failing later is judged as any
+// running container, not as a write in flight.
 func releasedRecord(rec revision.SetState) revision.SetState {
 	containers := make([]revision.ContainerState, len(rec.Containers))
 	for i, rc := range rec.Containers {
@@ -789,8 +806,8 @@ func releasedRecord(rec revision.SetState) revision.SetState {
 	rec.Containers = containers
 	if rec.Write != nil {
 		w := *rec.Write
-		w.Released, w.TurnedReady = true, false
-		rec.Write = &w
+		w.TurnedReady = false
+		rec.Write, rec.Released = nil, &w
 	}
 	return rec
 }

@@ -49,8 +49,8 @@ func mk(name string, opts ...opt) Pod {
 	}
 	// As Classify derives them.
 	switch w := p.Record.Write; {
-	case w != nil && w.Released:
-		p.Again = w.WasReady && !p.Ready
+	case w == nil && p.Record.Released != nil:
+		p.Again = p.Record.Released.WasReady && p.Updated && !p.Ready
 	case w == nil:
 		p.Disrupting = p.Updating
 	case w.WasReady:
@@ -105,8 +105,7 @@ func disrupted(p *Pod) {
 // wasReleased: the pod came back from its last write, made while ready,
 // and the record says so.
 func wasReleased(p *Pod) {
-	p.Record.Write = &revision.Write{WasReady: true, Released: true, Generation: 2,
-		At: &metav1.MicroTime{Time: planNow.Add(-5 * time.Second)}}
+	p.Record.Released = &revision.Write{WasReady: true, Generation: 2, At: &metav1.MicroTime{Time: planNow.Add(-5 * time.Second)}}
 }
 
 // nodeLost: p's node is not Ready; not ready either.
@@ -435,6 +434,21 @@ func TestNext(t *testing.T) {
 			want:     outcome{nil, held(HeldByMaxUnavailable, "p02", HeldByPartition, podRange(3, 12))},
 		},
 		{
+			// Review: its node is lost; it can be written nothing.
+			name:     "partition 10, p01 released and on a lost node: p02 goes",
+			pods:     fleet(12, each([]opt{updated, wasReleased, nodeLost}, "p01")),
+			strategy: strategy("10", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByPartition, podRange(3, 12))},
+		},
+		{
+			// Review: a failure of a pod released by an older revision is
+			// not this rollout's, which may never write it.
+			name:     "p01 released on an older revision, not upgradable, and failed since: p02 goes",
+			pods:     fleet(3, each([]opt{wasReleased, notReady, notUpgradable}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldNotUpgradable, "p01", HeldByMaxUnavailable, "p03")},
+		},
+		{
 			// Another set's rollout has it down: that set counts it.
 			name:     "partition 10, p01 released, and another set's rollout has it down: p02 goes",
 			pods:     fleet(12, each([]opt{updated, wasReleased, notReady, disruptedByOthers}, "p01")),
@@ -597,6 +611,22 @@ func TestNext(t *testing.T) {
 			drift:    v1alpha1.DriftRevert,
 			want: outcome{[]string{"p12 RevertDrift"}, held(
 				HeldByMaxUnavailable, podRange(1, 6), HeldByPartition, podRange(7, 11))},
+		},
+		{
+			name: "every pod updated, p01 released and failed since, p02 drifted, Revert: the rollout has no work, p02 goes",
+			pods: fleet(3, merge(each([]opt{updated}, "p01", "p02", "p03"), each([]opt{wasReleased, notReady}, "p01"),
+				each([]opt{drifted}, "p02"))),
+			strategy: strategy("0", "1"),
+			drift:    v1alpha1.DriftRevert,
+			want:     outcome{[]string{"p02 RevertDrift"}, map[string]HoldReason{}},
+		},
+		{
+			name: "partition 1, p01 released and failed since, p02 drifted, Revert: p01 counts, p02 waits",
+			pods: fleet(3, merge(each([]opt{updated}, "p01", "p02"), each([]opt{wasReleased, notReady}, "p01"),
+				each([]opt{drifted}, "p02"))),
+			strategy: strategy("1", "1"),
+			drift:    v1alpha1.DriftRevert,
+			want:     outcome{nil, held(HeldByMaxUnavailable, "p02", HeldByPartition, "p03")},
 		},
 		{
 			name:     "drift with policy Report is left alone",

@@ -167,8 +167,8 @@ type Result struct {
 //	stalled, then paused by the controller               → Progressing False Paused, Stalled still True, PauseRollout false
 //	paused after a stall, then resumed                   → restart: lastProgressTime = now, Stalled False
 //	complete, then a new pod's app crash-loops           → Complete False PodsNotReady, no clock: the rollout did not disrupt it
-//	complete, then a pod written while ready goes unready → Progressing: the rollout cannot tell its sidecar
-//	                                                        from its app, waits for it, and stalls if it stays so
+//	complete, then a pod written while ready goes unready → Complete False PodsNotReady, no clock: it was
+//	                                                        released, and its failure is not waited for
 //	partition 0, 12 updated, 2 of them written while not
 //	  ready and still not ready                          → Complete False PodsNotReady "10 of 12 pods updated and ready; 2 updated but not ready"
 //
