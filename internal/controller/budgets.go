@@ -74,17 +74,22 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 // SidecarSet's rollout has down: a write of this set into one prolongs that
 // disruption. Only a pod that is not ready and carries another set's record
 // can be; the others' writes this manager made are seen even before the
-// cache has them.
+// cache has them. On a ready pod back from this set's write it sets
+// Pod.OthersWriting.
 func (r *Reconciler) markDisruptedBy(ctx context.Context, set string, pods []matched, classified []rollout.Pod) error {
 	var latest map[string]string
 	for i, p := range pods {
-		if classified[i].PodReady {
+		if classified[i].PodReady && !classified[i].Back {
 			continue
 		}
 		pod := r.freshest(p.pod)
 		state, _ := revision.Decode(pod.Annotations)
 		delete(state, set)
 		if len(state) == 0 {
+			continue
+		}
+		if classified[i].PodReady {
+			classified[i].OthersWriting = rollout.OthersWriting(pod, state, r.Clock.Now())
 			continue
 		}
 		if latest == nil {

@@ -128,6 +128,15 @@ type Pod struct {
 	// waiting could wait for ever, the pod down for that very sidecar (one
 	// whose image does not pull, or that crashes).
 	DisruptedBy []string
+	// OthersWriting: another SidecarSet's write into the pod is not done
+	// (OthersWriting over the other sets' records); the caller sets it for
+	// pods that are Back. The Ready the pod shows may be from before the
+	// kubelet acts on that write: the pod is recorded released only once
+	// it is done, and until then a failure counts as this write's (found
+	// by TestModel -rapid.seed=1591172309375597795, where a pod released
+	// on a status the kubelet had not updated since it took down another
+	// set's sidecar went uncounted by both sets).
+	OthersWriting bool
 	// NodeLost: the pod's node is not Ready (NotReady, or unreachable: its
 	// Ready condition is not True); the caller sets it. Its kubelet acts on
 	// nothing: the pod is not written (HeldNodeLost), and it neither counts
@@ -672,6 +681,17 @@ func DisruptedBy(pod *corev1.Pod, state revision.State, latest map[string]string
 	}
 	slices.Sort(names)
 	return names
+}
+
+// OthersWriting reports whether a write of one of the records of others,
+// the pod's other sets, is not done in pod (Pod.OthersWriting).
+func OthersWriting(pod *corev1.Pod, others revision.State, now time.Time) bool {
+	for _, rec := range others {
+		if rec.Write != nil && Classify(pod, rec, Latest{Now: now}).Updating {
+			return true
+		}
+	}
+	return false
 }
 
 // LatestHashes maps the name of each of sets to its latest revision's

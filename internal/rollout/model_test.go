@@ -782,11 +782,13 @@ func (m *model) reconcile(s *mset, lag int) {
 			continue
 		}
 		cl := rollout.Classify(pod, rec, latest)
+		// As the controller marks them (markDisruptedBy).
+		others := maps.Clone(state)
+		delete(others, s.set.Name)
 		if !cl.PodReady {
-			// As the controller marks them (markDisruptedBy).
-			others := maps.Clone(state)
-			delete(others, s.set.Name)
 			cl.DisruptedBy = rollout.DisruptedBy(pod, others, latestHashes, m.now)
+		} else if cl.Back {
+			cl.OthersWriting = rollout.OthersWriting(pod, others, m.now)
 		}
 		pods = append(pods, cl)
 		byName[pod.Name] = pod

@@ -526,7 +526,8 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 // settle appends to updates a record of the disruption of every pod
 // written while not ready that the write is about to disrupt, a record of
 // every pod back but for a write that is a disruption of its own, and a
-// record of every pod that is Back that it is released. This is
+// record of every pod that is Back that it is released, once no other
+// set's write into it is in flight (Pod.OthersWriting). This is
 // bookkeeping, not a rollout step: it is done paused or not, and whatever
 // holds the pod's next update. Another set's write into the pod records it
 // too (Apply).
@@ -546,6 +547,7 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
+		case p.Back && p.OthersWriting:
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
 			// The same write, its generation and time kept.

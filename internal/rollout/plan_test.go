@@ -434,6 +434,12 @@ func TestNext(t *testing.T) {
 			want:     outcome{nil, held(HeldByMaxUnavailable, "p02", HeldByPartition, podRange(3, 12))},
 		},
 		{
+			name:     "maxUnavailable 1, p01 back while another set's write into it is in flight: not released yet",
+			pods:     fleet(12, each([]opt{updated, disrupted, func(p *Pod) { p.OthersWriting = true }}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+		},
+		{
 			// Review: its node is lost; it can be written nothing.
 			name:     "partition 10, p01 released and on a lost node: p02 goes",
 			pods:     fleet(12, each([]opt{updated, wasReleased, nodeLost}, "p01")),
