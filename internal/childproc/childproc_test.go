@@ -19,7 +19,9 @@ const childEnv = "SIDECARSET_CHILDPROC_TEST_CHILD"
 // parent-death signal would fire for) keep running while their parent
 // does, and die once the parent is SIGKILLed. Several goroutines: the Go
 // runtime keeps the main thread alive when a goroutine locked to it
-// returns, and one of them may have had it.
+// returns, and one of them may have had it. One of the commands is
+// started as envtest starts etcd, without the signal, through a wrapper
+// (Wrap).
 func TestKilledWithParent(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		child()
@@ -72,11 +74,34 @@ const grandchildren = 4
 // for the threads to be gone, and says which grandchildren still run.
 func child() {
 	started := make(chan int)
-	for range grandchildren {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "childproc-test-")
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	wrapped, err := Wrap(dir, sleep)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	for i := range grandchildren {
 		go func() {
 			runtime.LockOSThread()
-			cmd := exec.Command("sleep", "60")
-			if err := Start(cmd); err != nil {
+			cmd := exec.Command(sleep, "60")
+			start := Start
+			if i == 0 {
+				cmd = exec.Command(wrapped, "60")
+				start = func(cmd *exec.Cmd) (err error) {
+					Do(func() { err = cmd.Start() })
+					return err
+				}
+			}
+			if err := start(cmd); err != nil {
 				fmt.Println("start:", err)
 				os.Exit(1)
 			}
@@ -88,8 +113,13 @@ func child() {
 		pids = append(pids, <-started)
 	}
 	time.Sleep(300 * time.Millisecond)
+	// The parent is SIGKILLed: the wrapper goes now, as it has run.
+	_ = os.RemoveAll(dir)
 	for _, pid := range pids {
-		if running(pid) {
+		// The wrapper has become sleep by now.
+		if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(comm) != "sleep\n" {
+			fmt.Printf("grandchild %d runs %q, not sleep\n", pid, comm)
+		} else if running(pid) {
 			fmt.Println("running", pid)
 		} else {
 			fmt.Println("grandchild", pid, "died with the thread that asked for it")
