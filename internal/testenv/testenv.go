@@ -153,13 +153,18 @@ func Start(opts Options) (_ *Env, err error) {
 			return nil, errors.Join(err, os.RemoveAll(dir))
 		}
 	}
+	env.ControlPlane.Etcd = &envtest.Etcd{}
 	if opts.Output != nil {
 		env.AttachControlPlaneOutput = true
 		env.ControlPlane.GetAPIServer().Out = opts.Output
 		env.ControlPlane.GetAPIServer().Err = opts.Output
-		env.ControlPlane.Etcd = &envtest.Etcd{Out: opts.Output, Err: opts.Output}
+		env.ControlPlane.Etcd.Out, env.ControlPlane.Etcd.Err = opts.Output, opts.Output
 	}
-	cfg, err := env.Start()
+	if err := wrapBinaries(env, assets, dir); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	var cfg *rest.Config
+	childproc.Do(func() { cfg, err = env.Start() })
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start etcd and kube-apiserver from %s: %w", assets, err), os.RemoveAll(dir))
 	}
@@ -188,6 +193,24 @@ func Start(opts Options) (_ *Env, err error) {
 		}
 	}
 	return e, nil
+}
+
+// wrapBinaries has envtest start etcd and kube-apiserver through
+// wrappers (childproc.Wrap) in dir, so that they die with this process
+// however it ends, as kube-controller-manager does: envtest starts them
+// with no parent-death signal, and a killed playground or test binary
+// would leave them running.
+func wrapBinaries(env *envtest.Environment, assets, dir string) error {
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		return err
+	}
+	var err error
+	if env.ControlPlane.Etcd.Path, err = childproc.Wrap(bin, filepath.Join(assets, "etcd")); err != nil {
+		return err
+	}
+	env.ControlPlane.GetAPIServer().Path, err = childproc.Wrap(bin, filepath.Join(assets, "kube-apiserver"))
+	return err
 }
 
 func (e *Env) startControllerManager(assets string, nodeLifecycle bool, out io.Writer) error {
@@ -293,7 +316,9 @@ func (e *Env) StopAPIServer() error {
 // returns once it is healthy: every client, kubeconfig and webhook
 // configuration made before reaches it as it did.
 func (e *Env) StartAPIServer() error {
-	if err := e.env.ControlPlane.GetAPIServer().Start(); err != nil {
+	var err error
+	childproc.Do(func() { err = e.env.ControlPlane.GetAPIServer().Start() })
+	if err != nil {
 		return fmt.Errorf("start kube-apiserver again: %w", err)
 	}
 	return nil
