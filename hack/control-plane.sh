@@ -31,19 +31,34 @@ mkdir -p "$dir"
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
+# every30 WHAT: says "still WHAT (N s so far)" every 30 s until killed. Run
+# it in the background, without the lock's descriptor and with stdout on
+# stderr, so that neither it nor its sleep, which outlives a kill by up to
+# 30 s, holds the lock or the stdout that `$(shell hack/control-plane.sh)`
+# reads to its end.
+every30() {
+	local start=$SECONDS
+	while sleep 30; do log "  still $1 ($((SECONDS - start)) s so far)"; done
+}
+
 # build NAME MODULE_DIR PACKAGE LDFLAGS: builds one binary unless it is cached,
 # printing a line every 30 s so a long first build never looks stuck. One
-# build of a binary at a time: a second caller waits for the first's.
+# build of a binary at a time: a second caller waits for the first's, and
+# says so every 30 s too.
 build() {
 	local name=$1 moddir=$2 pkg=$3 ldflags=$4
 	if [ -x "$dir/$name" ]; then
 		return
 	fi
-	local lock
+	local lock ticker
 	exec {lock}>"$dir/$name.lock"
 	if ! flock -n "$lock"; then
 		log "another build of $name is running; waiting for it"
+		every30 "waiting for the other build of $name" {lock}>&- >&2 &
+		ticker=$!
 		flock "$lock"
+		kill "$ticker" 2>/dev/null || true
+		wait "$ticker" 2>/dev/null || true
 	fi
 	if [ -x "$dir/$name" ]; then
 		exec {lock}>&-
@@ -51,8 +66,8 @@ build() {
 	fi
 	log "building $name from source (first run only; kube-apiserver and the kubelet take about 5 minutes each on 2 cores)"
 	local start=$SECONDS
-	(while sleep 30; do log "  still building $name ($((SECONDS - start)) s so far)"; done) &
-	local ticker=$!
+	every30 "building $name" {lock}>&- >&2 &
+	ticker=$!
 	local rc=0
 	(cd "$root/hack/tools/$moddir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$dir/$name.tmp" "$pkg") || rc=$?
 	kill "$ticker" 2>/dev/null || true
