@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 
@@ -37,6 +36,10 @@ runs any number of nodes, and fails images on purpose by their names.
 kubelet' builds it), containerd and runc from Debian, real containers of
 locally built images; it needs root.
 
+Ctrl-C, SIGTERM, SIGHUP, or the end of what reads its output stop everything
+it started; a second Ctrl-C kills it all at once. Its processes die with it
+however it ends.
+
 Examples:
   make playground
   make playground PLAYGROUND_FLAGS=--node-kind=real
@@ -55,7 +58,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sidecarset-playground:", err)
 		os.Exit(2)
 	}
-	opts.Out = os.Stdout
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	stdout := &outputWriter{f: os.Stdout, gone: stop}
+	stderr := &outputWriter{f: os.Stderr, gone: stop}
+	opts.Out = stdout
 	// make playground builds kubectl-sidecarset (and links kubectl) next to
 	// this binary.
 	if exe, err := os.Executable(); err == nil {
@@ -67,17 +74,22 @@ func main() {
 
 	level := zap.Level(zapLevel(verbose))
 	if verbose {
-		opts.Log = os.Stderr
+		// Not the file itself: the children would write to it directly,
+		// and die of SIGPIPE on their own once nobody reads it.
+		opts.Log = stderr
 	}
-	logger := zap.New(zap.WriteTo(os.Stderr), level)
+	logger := zap.New(zap.WriteTo(stderr), level)
 	ctrl.SetLogger(logger)
 	// The simulated nodes log through klog.
 	klog.SetLogger(logger)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	stopOnSignals(ctx, stop, stopGrace(opts.NodeKind), opts.KubeConfig, stderr)
 	if err := playground.Run(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, "sidecarset-playground:", err)
+		fmt.Fprintln(stderr, "sidecarset-playground:", err)
+		os.Exit(1)
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, syscall.EPIPE) {
+		fmt.Fprintln(stderr, "sidecarset-playground: stopped:", cause)
 		os.Exit(1)
 	}
 }
