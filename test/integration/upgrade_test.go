@@ -62,13 +62,10 @@ const heldScheduler = "sidecarset-test-held"
 // last release gets, 10, would only make the test longer.
 //
 // The records this release writes meanwhile are checked against the last
-// release's format as recorded: each field the last release wrote keeps
-// its name and JSON kind, and a write of this release carries every field
-// a write of the last release always carried, its own fields beside them.
-// That is what a rollback to the last release needs of them to read them
-// (its decoder ignores unknown fields and refuses an entry without its
-// revision and hashes); how that release then acts on them needs its
-// manager running (TestLastReleaseBeside).
+// release's format (assertLastReleaseFormat): what a rollback needs of
+// them for that release to read them as this release means them. How that
+// release then acts on them needs its manager running
+// (TestLastReleaseBeside, TestRollbackAfterRollout).
 func TestUpgradeFromLastReleaseMidRollout(t *testing.T) {
 	simulatedOnly(t, "pods are made again from recorded statuses, which only simulated nodes take over")
 	const maxUnavailable, minReady, image = 2, 3, "exporter:v2"
@@ -246,10 +243,22 @@ func (f *testFixture) recreatePod(m *midRollout, rp recordedPod, rename func(str
 }
 
 // assertLastReleaseFormat checks the records this release wrote while world
-// watched against the last release's, as m recorded them: a field both
-// releases write has the same JSON kind in both, and a write of this
-// release (one with a field the last release never wrote) has every field
-// that each write of the last release had.
+// watched against the last release's format, as m recorded it and as that
+// release's revision.go documents it; a rollback reads them so:
+//
+//   - every entry has its revision and both hashes: it refuses one without;
+//   - a field both releases write has the same JSON kind in both: it reads
+//     an entry whole, and a kind it does not expect makes the entry corrupt;
+//   - a write carries every field of the write object that each write of
+//     the last release carried (its generation and time);
+//   - write.wasReady counts the pod as the rollout's disruption until it is
+//     back, and goes, with the containers' previous fields, once it is: in
+//     the last release's records a write that carries it always describes
+//     the write in some container (a previous container, image or imageID,
+//     or a resize). A record that carries it with none lets that release
+//     count the pod as its own rollout's disruption whenever it is not
+//     Ready, for whatever reason: one such pod down holds a slot of its
+//     next rollout for ever.
 func assertLastReleaseFormat(t *testing.T, m *midRollout, world *podWorld) {
 	t.Helper()
 	old := map[string]string{}
@@ -259,57 +268,83 @@ func assertLastReleaseFormat(t *testing.T, m *midRollout, world *podWorld) {
 			for _, entry := range recordEntries(t, p.Annotations[v1alpha1.AnnotationState]) {
 				fields := jsonFields(entry)
 				maps.Copy(old, fields)
-				if _, written := fields["write"]; written {
-					if always == nil {
-						always = map[string]bool{}
-						for k := range fields {
-							always[k] = true
-						}
+				if _, written := fields["write"]; !written {
+					continue
+				}
+				if always == nil {
+					always = map[string]bool{}
+					for k := range fields {
+						always[k] = strings.HasPrefix(k, "write.")
 					}
-					for k := range always {
-						if _, ok := fields[k]; !ok {
-							delete(always, k)
-						}
+				}
+				for k := range always {
+					if _, ok := fields[k]; !ok {
+						always[k] = false
 					}
 				}
 			}
 		}
 	}
-	if len(always) == 0 {
+	if !slices.Contains(slices.Collect(maps.Values(always)), true) {
 		t.Fatalf("%s holds no write of the last release", midRolloutFile)
 	}
-	seen := map[string]bool{}
+	added := map[string]bool{}
 	for pod, values := range world.records {
 		for _, v := range values {
 			for _, entry := range recordEntries(t, v) {
 				fields := jsonFields(entry)
-				var added []string
 				for k, kind := range fields {
 					was, ok := old[k]
 					switch {
 					case !ok:
-						added = append(added, k)
+						added[k] = true
 					case was != kind:
-						t.Errorf("pod %s: field %s is a JSON %s; the last release wrote a %s: %s", pod, k, kind, was, v)
+						t.Errorf("pod %s: field %s is a JSON %s; the last release wrote a %s and reads this entry as corrupt: %s", pod, k, kind, was, v)
 					}
 				}
-				if _, written := fields["write"]; !written || len(added) == 0 {
+				e, _ := entry.(map[string]any)
+				for _, k := range []string{"revision", "hash", "imagelessHash"} {
+					if s, _ := e[k].(string); s == "" {
+						t.Errorf("pod %s: an entry without %s, which the last release refuses: %s", pod, k, v)
+					}
+				}
+				w, written := e["write"].(map[string]any)
+				if !written {
 					continue
 				}
-				slices.Sort(added)
-				seen[strings.Join(added, ", ")] = true
-				for k := range always {
-					if _, ok := fields[k]; !ok {
-						t.Errorf("pod %s: a write of this release lacks %s, which every write of the last release carries: %s", pod, k, v)
+				for k, need := range always {
+					if _, ok := fields[k]; need && !ok {
+						t.Errorf("pod %s: a write lacks %s, which every write of the last release carries: %s", pod, k, v)
 					}
+				}
+				if w["wasReady"] == true && !describesWrite(e["containers"]) {
+					t.Errorf("pod %s: the write says wasReady with no container describing it; the last release reads this as its rollout's "+
+						"disruption, which counts while the pod is not Ready, for any reason, and drops wasReady with the containers' "+
+						"previous fields once the pod is back: %s", pod, v)
 				}
 			}
 		}
 	}
-	if len(seen) == 0 {
-		t.Errorf("no record of a write of this release seen beside the last release's fields")
+	t.Logf("this release's records add %v beside the last release's fields", slices.Sorted(maps.Keys(added)))
+}
+
+// describesWrite reports whether containers, the decoded containers of an
+// entry, describe an in-place write in any container: the container, image
+// or imageID it replaced, or a resize.
+func describesWrite(containers any) bool {
+	list, _ := containers.([]any)
+	for _, c := range list {
+		rc, _ := c.(map[string]any)
+		for _, k := range []string{"previousContainerID", "previousImage", "previousImageID"} {
+			if s, _ := rc[k].(string); s != "" {
+				return true
+			}
+		}
+		if rc["resized"] == true {
+			return true
+		}
 	}
-	t.Logf("this release's writes add %v beside the last release's %d fields", slices.Sorted(maps.Keys(seen)), len(always))
+	return false
 }
 
 // recordEntries returns the entries of a state annotation, undecoded.
