@@ -124,3 +124,59 @@ func restartManager(t *testing.T, opts manager.Options) {
 		t.Fatal(err)
 	}
 }
+
+// TestRollbackAfterRollout: a helm rollback to the last release after this
+// release finished a rollout, with one pod down for reasons of its own (its
+// app never Ready, from a hand edit). The last release reads the records
+// this release left, then rolls exporter:v3 (4 pods, maxUnavailable 1): the
+// pod down cost it nothing, as a pod not Ready before its write does, so
+// the rollout writes every pod and neither stalls nor pauses itself. A
+// record that still said the pod was disrupted by this release's write
+// would hold the one slot for ever. Needs the last release's binary
+// (lastReleaseManagerEnv).
+func TestRollbackAfterRollout(t *testing.T) {
+	bin := lastReleaseManager(t)
+	const pods, image = 4, "exporter:v3"
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 2)
+	set.Spec.UpdateStrategy.MaxUnavailable = new(intstr.FromInt32(1))
+	set.Spec.UpdateStrategy.MinReadySeconds = new(int32(1))
+	set.Spec.UpdateStrategy.ProgressDeadlineSeconds = new(int32(20))
+	f.CreateSet(set)
+	f.CreatePods(pods, nil, nil)
+	f.WaitComplete(pods)
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "exporter:v2" })
+	f.WaitStatus("Complete on exporter:v2", func(s v1alpha1.SidecarSetStatus) bool {
+		return fixture.Complete(pods)(s) && fixture.CountImage(f.Pods(), "exporter:v2") == pods
+	})
+
+	down := f.Pod("p01")
+	for i := range down.Spec.Containers {
+		if down.Spec.Containers[i].Name == fixture.AppContainer {
+			down.Spec.Containers[i].Image = "mysql-never-ready:8.4"
+		}
+	}
+	if err := f.Client.Update(t.Context(), down); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitPods("p01 not Ready", func(ps []corev1.Pod) bool { return !fixture.PodReady(&ps[0]) })
+
+	cluster.ManagerProcessOf(t, bin, "--shutdown-drain=0s")
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = image })
+	got := f.WaitSet("every pod on "+image+", or the rollout paused", func(s *v1alpha1.SidecarSet) bool {
+		ps := f.Pods()
+		return s.Spec.UpdateStrategy.Paused || (fixture.CountImage(ps, image) == pods &&
+			fixture.PodReady(&ps[1]) && fixture.PodReady(&ps[2]) && fixture.PodReady(&ps[3]))
+	})
+	if got.Spec.UpdateStrategy.Paused {
+		why := ""
+		if c := fixture.SetCondition(got.Status, v1alpha1.ConditionStalled); c != nil {
+			why = c.Message
+		}
+		t.Errorf("the last release's rollout stalled and paused itself (%s): the pod down for reasons of its own held its slot\n%s",
+			why, f.Describe())
+		for _, p := range f.Pods() {
+			t.Logf("%s: %s", p.Name, p.Annotations[v1alpha1.AnnotationState])
+		}
+	}
+}
