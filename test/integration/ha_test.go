@@ -10,12 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -215,7 +210,7 @@ func leaseAcquired(t *testing.T, f *testFixture) time.Time {
 
 // podVersions follows every version of a namespace's pods.
 type podVersions struct {
-	mu sync.Mutex
+	podWatch
 	// last is each pod's latest version.
 	last map[string]*corev1.Pod
 	// maxNotReady is the most pods seen not ready at once.
@@ -225,51 +220,14 @@ type podVersions struct {
 	// replaced holds, per pod and per revision of the SidecarSet, the
 	// exporter containers the records named as the one a write replaces.
 	replaced map[string]map[string][]string
-	problem  error
-
-	w    *watchtools.RetryWatcher
-	done chan struct{}
 }
 
 // watchPodVersions starts following the fixture's pods from their current
 // versions on.
 func watchPodVersions(t *testing.T, f *testFixture) *podVersions {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := cs.CoreV1().Pods(f.NS).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &podVersions{last: map[string]*corev1.Pod{}, replaced: map[string]map[string][]string{}, done: make(chan struct{})}
-	for i := range list.Items {
-		v.last[list.Items[i].Name] = &list.Items[i]
-	}
-	// A retrying watch: the apiserver may refuse a watch from a version
-	// its watch cache has not reached yet, or end one at any time.
-	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return cs.CoreV1().Pods(f.NS).Watch(ctx, opts)
-	}}
-	v.w, err = watchtools.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, lw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(v.done)
-		for ev := range v.w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				v.mu.Lock()
-				v.problem = fmt.Errorf("pod watch: event %s carries %T %+v", ev.Type, ev.Object, ev.Object)
-				v.mu.Unlock()
-				return
-			}
-			v.observe(p, f.Set)
-		}
-	}()
-	t.Cleanup(func() { v.w.Stop() })
+	v := &podVersions{last: map[string]*corev1.Pod{}, replaced: map[string]map[string][]string{}}
+	v.follow(t, f, func(p *corev1.Pod) { v.last[p.Name] = p }, func(p *corev1.Pod) { v.observe(p, f.Set) })
 	return v
 }
 
@@ -321,11 +279,7 @@ func (v *podVersions) firstWriteAfter(t time.Time) string {
 // test.
 func (v *podVersions) stop(t *testing.T) *podVersions {
 	t.Helper()
-	v.w.Stop()
-	<-v.done
-	if v.problem != nil {
-		t.Error(v.problem)
-	}
+	v.end(t)
 	return v
 }
 

@@ -1,20 +1,12 @@
 package integration
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/fixture"
@@ -24,7 +16,7 @@ import (
 // podWorld follows every version of a namespace's pods and keeps what the
 // nodes and the apiserver show, never what a manager says of itself.
 type podWorld struct {
-	mu sync.Mutex
+	podWatch
 	// last is each pod's latest version.
 	last map[string]*corev1.Pod
 	// maxNotReady is the most pods seen not Ready at once; worst names
@@ -39,49 +31,14 @@ type podWorld struct {
 	// firstWrite is when a pod's records or exporter image were first
 	// seen changed; zero until then.
 	firstWrite time.Time
-	problem    error
-
-	w    *watchtools.RetryWatcher
-	done chan struct{}
 }
 
 // watchPodWorld starts following the fixture's pods from their current
 // versions on.
 func watchPodWorld(t testing.TB, f *testFixture) *podWorld {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := cs.CoreV1().Pods(f.NS).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &podWorld{last: map[string]*corev1.Pod{}, images: map[string][]string{}, records: map[string][]string{}, done: make(chan struct{})}
-	for i := range list.Items {
-		v.observe(&list.Items[i])
-	}
-	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return cs.CoreV1().Pods(f.NS).Watch(ctx, opts)
-	}}
-	v.w, err = watchtools.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, lw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(v.done)
-		for ev := range v.w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				v.mu.Lock()
-				v.problem = fmt.Errorf("pod watch: event %s carries %T %+v", ev.Type, ev.Object, ev.Object)
-				v.mu.Unlock()
-				return
-			}
-			v.observe(p)
-		}
-	}()
-	t.Cleanup(func() { v.w.Stop() })
+	v := &podWorld{last: map[string]*corev1.Pod{}, images: map[string][]string{}, records: map[string][]string{}}
+	v.follow(t, f, v.observe, v.observe)
 	return v
 }
 
@@ -118,11 +75,7 @@ func (v *podWorld) observe(p *corev1.Pod) {
 // stop ends the watch; a problem it met fails the test.
 func (v *podWorld) stop(t testing.TB) *podWorld {
 	t.Helper()
-	v.w.Stop()
-	<-v.done
-	if v.problem != nil {
-		t.Error(v.problem)
-	}
+	v.end(t)
 	return v
 }
 
