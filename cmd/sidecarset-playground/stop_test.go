@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
 
@@ -157,8 +157,8 @@ type playgroundProcess struct {
 	cmd        *exec.Cmd
 	kubeconfig string
 	stdout     *os.File
-	out        syncBuffer
-	errOut     syncBuffer
+	out        fixture.Logs
+	errOut     fixture.Logs
 	exited     chan struct{}
 	// outDone is closed once stdout is read to its end or closed.
 	outDone chan struct{}
@@ -300,23 +300,4 @@ func readStat(pid int) (p process, ppid int, state string, ok bool) {
 		return p, 0, "", false
 	}
 	return process{pid: pid, comm: string(data[open+1 : end]), start: fields[19]}, ppid, fields[0], true
-}
-
-// syncBuffer is a bytes.Buffer safe to read while another goroutine
-// writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
