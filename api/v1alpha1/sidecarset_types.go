@@ -21,6 +21,13 @@ const (
 	// (the webhook says why in an admission warning and an event on the set).
 	// Such a pod counts in the set's skippedPods, not in unmanagedPods.
 	AnnotationSkipped = "sidecarset.dev/skipped"
+	// AnnotationSkippedReasons holds, as a JSON object keyed by SidecarSet
+	// name, why each set AnnotationSkipped names was left out of the pod,
+	// as the admission warning said it. The set's event says it too, but
+	// at most once per set and reason in a while: the reason of a later
+	// pod, after the first was fixed, may never be told there.
+	// AnnotationSkipped stays a list of names for those that read it.
+	AnnotationSkippedReasons = "sidecarset.dev/skipped-reasons"
 	// AnnotationAllowSystemNamespaces set to "true" on a SidecarSet lets it
 	// inject into kube-system, kube-public, kube-node-lease and the manager's
 	// own namespace.

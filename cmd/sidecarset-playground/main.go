@@ -31,7 +31,11 @@ It needs the control-plane binaries in $KUBEBUILDER_ASSETS; 'make playground'
 builds them (once, several minutes) and sets it.
 
 --node-kind=simulated (the default) needs no privileges, starts in seconds,
-runs any number of nodes, and fails images on purpose by their names.
+runs any number of nodes, and fails images on purpose by their names: an
+image whose repository or tag contains pull-fails never pulls, crashes
+exits 1 after it starts, never-ready never passes readiness, turns-unready
+fails readiness after a while, completes exits 0 (fluent-bit:crashes,
+example/proxy-pull-fails:v2).
 --node-kind=real runs one real node: the kubelet ('hack/control-plane.sh
 kubelet' builds it), containerd and runc from Debian, real containers of
 locally built images; it needs root.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -190,11 +191,42 @@ func TestPodState(t *testing.T) {
 		{rollout.Pod{Updated: true, Upgradable: true}, StateUpdated},
 		{rollout.Pod{Upgradable: true}, StateOld},
 		{rollout.Pod{Upgradable: true, Updating: true, Updated: true}, StateUpdating},
-		{rollout.Pod{Upgradable: false, Drifted: []string{"a"}}, StateNotUpgradable},
+		{rollout.Pod{Upgradable: false}, StateNotUpgradable},
+		{rollout.Pod{Upgradable: false, Updated: true}, StateNotUpgradable},
+		// A hand edit shows through a change of the set that makes every
+		// pod not upgradable.
+		{rollout.Pod{Upgradable: false, Drifted: []string{"a"}}, StateDrifted},
 		{rollout.Pod{Upgradable: true, Updated: true, Drifted: []string{"a"}}, StateDrifted},
+		{rollout.Pod{Upgradable: false, Updating: true, Drifted: []string{"a"}}, StateUpdating},
 	} {
 		if got := podState(tc.pod); got != tc.want {
 			t.Errorf("podState(%+v) = %s, want %s", tc.pod, got, tc.want)
+		}
+	}
+}
+
+func TestNotServing(t *testing.T) {
+	waiting := func(reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	}
+	for _, tc := range []struct {
+		name string
+		st   corev1.ContainerStatus
+		want string
+	}{
+		{"no status yet", corev1.ContainerStatus{}, ""},
+		{"running and ready", corev1.ContainerStatus{Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, ""},
+		{"running, its probe failing", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, "NotReady"},
+		{"the image does not pull", waiting("ErrImagePull"), "ErrImagePull"},
+		{"backed off between pulls", waiting("ImagePullBackOff"), "ImagePullBackOff"},
+		{"crashing", waiting("CrashLoopBackOff"), "CrashLoopBackOff"},
+		{"being created", waiting("ContainerCreating"), "ContainerCreating"},
+		{"waiting without a reason", waiting(""), "Waiting"},
+		{"ended", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}, "Error"},
+		{"ended without a reason", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}, "Terminated"},
+	} {
+		if got := notServing(tc.st); got != tc.want {
+			t.Errorf("%s: notServing() = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

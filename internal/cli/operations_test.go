@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -328,10 +329,25 @@ func TestStalledRolloutUndone(t *testing.T) {
 	mustContain(t, conditionRow(t, r.out, f.Set, "Stalled"), "True", "ProgressDeadlineExceeded", "no progress within progressDeadlineSeconds (2s): 0 of 2 pods updated and ready; 1 updating")
 	mustContain(t, conditionRow(t, r.out, f.Set, "Progressing"), "False", "Paused", "updateStrategy.paused is true")
 
-	r = ok(t, "pods", f.Set)
-	stuck := row(t, r.out, f.NS+"/p01")
-	if got := strings.Join(stuck[3:4], " ") + " " + strings.Join(stuck[len(stuck)-2:], " "); got != "exporter-pull-fails:v2 false updating" {
-		t.Errorf("pods: the first pod updated shows DECLARED, READY, STATE %q, want \"exporter-pull-fails:v2 false updating\"", got)
+	// DECLARED, READY, STATE and REASON. The kubelet says ErrImagePull
+	// first, then ImagePullBackOff between its pulls; the real node's
+	// kubelet never pulls (imagePullPolicy Never) and says
+	// ErrImageNeverPull, and may say it after the deadline has passed.
+	pullFailures := []string{"exporter:ErrImagePull", "exporter:ImagePullBackOff", "exporter:ErrImageNeverPull"}
+	var stuck []string
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		r = ok(t, "pods", f.Set)
+		stuck = row(t, r.out, f.NS+"/p01")
+		return stuck[8] != "<none>", nil
+	})
+	if err != nil {
+		t.Errorf("pods: p01 never showed a reason: %v", err)
+	}
+	if got := strings.Join(stuck[3:4], " ") + " " + strings.Join(stuck[6:8], " "); got != "exporter-pull-fails:v2 false updating" || !slices.Contains(pullFailures, stuck[8]) {
+		t.Errorf("pods: the first pod updated shows DECLARED, READY, STATE, REASON %q, want \"exporter-pull-fails:v2 false updating\" and one of %v", strings.Join(append([]string{got}, stuck[8]), " "), pullFailures)
+	}
+	if got := row(t, r.out, f.NS+"/p02")[8]; got != "<none>" {
+		t.Errorf("pods: p02, on the old image, shows REASON %s, want <none>", got)
 	}
 
 	// A cluster-scoped object's events are kept in the namespace default:

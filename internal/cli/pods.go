@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -40,23 +41,38 @@ func NewCmdPods(o *Options) *cobra.Command {
 		Short: "List a SidecarSet's pods with their sidecar images and rollout state",
 		Long: `List the pods that carry the SidecarSet's injection record, one line each:
 the revision the pod's sidecars were last set to; per sidecar (comma-separated,
-in order) the image in the pod spec (DECLARED), the image and image ID the
-kubelet reports running; whether the pod is Ready with every sidecar running
-what was written; and its STATE, judged as the controller judges it:
+in order) the image the SidecarSet declares for the pod (DECLARED: the one last
+written, as the pod's record says), the image and image ID the kubelet reports
+running; whether the pod is Ready with every sidecar running what was written;
+and its STATE, judged as the controller judges it, the first that holds:
 
   updating        an in-place update (image, or cpu and memory) was written and
                   the kubelet has not finished it yet
+  drifted         a sidecar image in the pod spec was changed by hand: DECLARED
+                  is what was written, RUNNING what the kubelet runs since
   not-upgradable  something changed since the pod was injected that a running
                   pod cannot take (beyond images, and cpu and memory the
                   apiserver resizes), or the kubelet holds a resize: it needs a
                   recreate
-  drifted         a sidecar image in the pod spec was changed by hand
   updated         on the latest revision
   old             on an older revision, waiting for its turn (partition,
                   maxUnavailable, paused)
 
+REASON lists, as NAME:REASON, why each sidecar that keeps running does not
+serve, in the kubelet's words: its waiting reason (ErrImagePull,
+ImagePullBackOff, CrashLoopBackOff, ContainerCreating...), the reason it
+terminated, or NotReady while it runs and its readiness probe fails. An
+updating pod whose new image cannot pull shows, for instance,
+exporter:ImagePullBackOff.
+
 IMAGE-ID shows the digest shortened to 12 hex digits; -o wide shows it whole,
-with the node. Without -n, pods of every namespace are listed.`,
+with the node. Without -n, pods of every namespace are listed.
+
+Below, a second table lists the pods the SidecarSet was left out of when they
+were created (SKIPPED: a mounted volume the pod lacks, a port clash, the
+namespace's Pod Security level), with the REASON the webhook recorded on the
+pod; restart --skipped recreates them. -o json and -o yaml print the first
+table only.`,
 		Example: `  # Every pod of mysql-exporter
   kubectl sidecarset pods mysql-exporter
 
@@ -103,7 +119,8 @@ type PodsOptions struct {
 
 // Pods prints one line per pod of the SidecarSet: the active pods that its
 // selectors match and that carry its record, the pods status.matchedPods
-// counts.
+// counts. As a table, it then lists the pods the set was left out of at
+// their creation, those status.skippedPods counts, with why.
 func Pods(ctx context.Context, c client.Reader, out io.Writer, opts PodsOptions) error {
 	set := &v1alpha1.SidecarSet{}
 	if err := c.Get(ctx, client.ObjectKey{Name: opts.Name}, set); err != nil {
@@ -122,11 +139,22 @@ func Pods(ctx context.Context, c client.Reader, out io.Writer, opts PodsOptions)
 		t.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("Table"))
 		return printObject(out, t, opts.Output)
 	}
-	if len(t.Rows) == 0 {
-		_, err := fmt.Fprintf(out, "No pods carry SidecarSet %s's record%s.\n", opts.Name, inNamespace(opts.Namespace))
+	skipped, err := skippedPods(ctx, c, set, opts.Namespace, opts.ManagerNamespace)
+	if err != nil {
 		return err
 	}
-	return printTable(out, t, opts.Output == OutputWide)
+	if len(t.Rows) == 0 {
+		_, err = fmt.Fprintf(out, "No pods carry SidecarSet %s's record%s.\n", opts.Name, inNamespace(opts.Namespace))
+	} else {
+		err = printTable(out, t, opts.Output == OutputWide)
+	}
+	if err != nil || len(skipped.Rows) == 0 {
+		return err
+	}
+	if _, err := fmt.Fprintln(out); err != nil {
+		return err
+	}
+	return printTable(out, skipped, opts.Output == OutputWide)
 }
 
 func inNamespace(ns string) string {
@@ -180,6 +208,55 @@ func setPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, nam
 	return out, nil
 }
 
+// skippedPods is a table of the active pods in namespace (all when empty)
+// that the set was left out of at their creation (rollout.MemberOf finds
+// them Skipped, as status.skippedPods counts them), sorted by
+// namespace/name, each with the reason the webhook recorded. Their
+// metadata is all it reads.
+func skippedPods(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, namespace, managerNamespace string) (*metav1.Table, error) {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || set.Spec.Selector == nil {
+		return nil, fmt.Errorf("%s: spec.selector: %w", set.Name, cmp.Or(err, errors.New("not set")))
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	listOpts := []client.ListOption{client.MatchingLabelsSelector{Selector: selector},
+		client.MatchingFieldsSelector{Selector: rollout.NotFinished}}
+	if namespace != "" {
+		listOpts = append(listOpts, client.InNamespace(namespace))
+	}
+	if err := c.List(ctx, list, listOpts...); err != nil {
+		return nil, fmt.Errorf("list pods matching %s: %w", selector, err)
+	}
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("SKIPPED", "namespace/name of a pod created without the SidecarSet.", false),
+		column("REASON", "Why the SidecarSet was left out of it (annotation "+v1alpha1.AnnotationSkippedReasons+").", false),
+	}}
+	slices.SortFunc(list.Items, func(a, b metav1.PartialObjectMetadata) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	namespaces := namespaceCache{c: c}
+	for i := range list.Items {
+		m := &list.Items[i]
+		ns, err := namespaces.get(ctx, m.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		// No canaries: a pod a canary replaces the set in was never
+		// judged for the set, so it is never skipped for it.
+		pod := &corev1.Pod{ObjectMeta: m.ObjectMeta}
+		if rollout.MemberOf(pod, set, nil, ns, inject.Options{ManagerNamespace: managerNamespace}).Membership != rollout.Skipped {
+			continue
+		}
+		why, ok := inject.SkipReason(m.Annotations, set.Name)
+		if !ok {
+			why = fmt.Sprintf("not recorded on the pod: see the SidecarSet's %s events", inject.ReasonInjectionSkipped)
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{m.Namespace + "/" + m.Name, why}})
+	}
+	return t, nil
+}
+
 // namespaceCache reads each namespace once. A namespace that is gone is
 // known by its name only, as the controller does.
 type namespaceCache struct {
@@ -221,16 +298,18 @@ func latestOf(ctx context.Context, c client.Reader, set *v1alpha1.SidecarSet, ma
 }
 
 // podState names a pod's state. The order says which wins when several
-// hold: an update in flight is what is happening now; a pod that needs a
-// recreate cannot be fixed in place, drift included.
+// hold: an update in flight is what is happening now; a hand edit is this
+// pod's alone, and driftPolicy Revert undoes it in place, where a change of
+// the set that needs a recreate makes every pod not upgradable at once and
+// would hide the one edited (the status counts both).
 func podState(p rollout.Pod) string {
 	switch {
 	case p.Updating:
 		return StateUpdating
-	case !p.Upgradable:
-		return StateNotUpgradable
 	case len(p.Drifted) > 0:
 		return StateDrifted
+	case !p.Upgradable:
+		return StateNotUpgradable
 	case p.Updated:
 		return StateUpdated
 	}
@@ -244,25 +323,33 @@ func podsTable(pods []setPod, now time.Time, fullIDs bool) *metav1.Table {
 		column("POD", "namespace/name.", false),
 		column("REVISION", "The revision the pod's sidecars were last set to.", false),
 		column("SIDECARS", "The SidecarSet's containers in the pod.", false),
-		column("DECLARED", "Each sidecar's image in the pod spec.", false),
+		column("DECLARED", "Each sidecar's image as the SidecarSet declares it for the pod: the one last written, as the pod's record says.", false),
 		column("RUNNING", "Each sidecar's image as the kubelet reports it (status.image).", false),
 		column("IMAGE-ID", "Each sidecar's running image ID (status.imageID).", false),
 		column("READY", "Pod Ready and every sidecar running what was written.", false),
-		column("STATE", "updated, updating, not-upgradable, drifted or old.", false),
+		column("STATE", "updating, drifted, not-upgradable, updated or old.", false),
 		column("NODE", "The pod's node.", true),
 		column("AGE", "Since the pod was created.", true),
+		// Last, so that the cells before keep their places in -o json.
+		column("REASON", "Why each sidecar that keeps running does not serve, as NAME:REASON: the kubelet's waiting or terminated reason, or NotReady.", false),
 	}}
 	for _, p := range pods {
-		var names, declared, running, ids []string
+		var names, declared, running, ids, reasons []string
 		for _, c := range p.Containers {
+			st := sidecarStatus(p.pod, c.Name, c.Init)
 			names = append(names, c.Name)
-			declared = append(declared, c.Image)
-			running = append(running, orNone(statusImage(p.pod, c.Name, c.Init)))
+			declared = append(declared, c.Recorded.Image)
+			running = append(running, orNone(st.Image))
 			id := orNone(c.ImageID)
 			if !fullIDs {
 				id = shortImageID(c.ImageID)
 			}
 			ids = append(ids, id)
+			// An ordinary init container ran to completion; only those
+			// that keep running serve.
+			if why := notServing(st); c.Runs && why != "" {
+				reasons = append(reasons, c.Name+":"+why)
+			}
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
 			p.pod.Namespace + "/" + p.pod.Name,
@@ -272,21 +359,40 @@ func podsTable(pods []setPod, now time.Time, fullIDs bool) *metav1.Table {
 			podState(p.Pod),
 			orNone(p.pod.Spec.NodeName),
 			age(p.pod.CreationTimestamp, now),
+			joined(reasons),
 		}})
 	}
 	return t
 }
 
-// statusImage is the image the kubelet reports for a container.
-func statusImage(pod *corev1.Pod, name string, init bool) string {
+// sidecarStatus is the status the kubelet reports for a container; empty
+// before it reports one.
+func sidecarStatus(pod *corev1.Pod, name string, init bool) corev1.ContainerStatus {
 	statuses := pod.Status.ContainerStatuses
 	if init {
 		statuses = pod.Status.InitContainerStatuses
 	}
 	for _, s := range statuses {
 		if s.Name == name {
-			return s.Image
+			return s
 		}
+	}
+	return corev1.ContainerStatus{}
+}
+
+// notServing says in one word why a container that should keep running
+// does not serve, from its status, or "" when it serves or has no status
+// yet: the kubelet's reason for waiting (the image does not pull, the
+// container crashes and is backed off) or for its end, or NotReady while
+// it runs and its readiness probe fails.
+func notServing(st corev1.ContainerStatus) string {
+	switch s := st.State; {
+	case s.Waiting != nil:
+		return cmp.Or(s.Waiting.Reason, "Waiting")
+	case s.Terminated != nil:
+		return cmp.Or(s.Terminated.Reason, "Terminated")
+	case s.Running != nil && !st.Ready:
+		return "NotReady"
 	}
 	return ""
 }

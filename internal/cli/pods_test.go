@@ -53,7 +53,7 @@ func TestPods(t *testing.T) {
 	})
 
 	r := ok(t, "pods", f.Set)
-	mustContain(t, r.out, "POD", "REVISION", "SIDECARS", "DECLARED", "RUNNING", "IMAGE-ID", "READY", "STATE")
+	mustContain(t, r.out, "POD", "REVISION", "SIDECARS", "DECLARED", "RUNNING", "IMAGE-ID", "READY", "STATE", "REASON")
 	pods := f.Pods()
 	wantState := map[string]string{"p01": "updated", "p02": "old", "p03": "drifted"}
 	for _, p := range pods {
@@ -68,14 +68,18 @@ func TestPods(t *testing.T) {
 				st = s
 			}
 		}
-		want := []string{f.NS + "/" + p.Name, state[f.Set].Revision, "exporter", fixture.Image(&p, "exporter"),
-			st.Image, short(st.ImageID), cells[6], wantState[p.Name]}
+		want := []string{f.NS + "/" + p.Name, state[f.Set].Revision, "exporter", state[f.Set].Containers[0].Image,
+			st.Image, short(st.ImageID), cells[6], wantState[p.Name], "<none>"}
 		if diff := cmp.Diff(want, cells); diff != "" {
 			t.Errorf("row of %s (-want +got):\n%s", p.Name, diff)
 		}
 	}
 	if cells := row(t, r.out, f.NS+"/p01"); cells[3] != "exporter:v2" || cells[4] != "docker.io/library/exporter:v2" || cells[6] != "true" {
 		t.Errorf("p01 should declare and run exporter:v2 and be ready: %v", cells)
+	}
+	// The hand edit shows as RUNNING against what was declared.
+	if cells := row(t, r.out, f.NS+"/p03"); cells[3] != "exporter:v1" || cells[4] != "docker.io/library/exporter:v0" {
+		t.Errorf("p03 should declare exporter:v1 and run exporter:v0: %v", cells)
 	}
 	if a, b := row(t, r.out, f.NS+"/p01")[1], row(t, r.out, f.NS+"/p02")[1]; a == b || a != f.GetSet().Status.LatestRevision {
 		t.Errorf("p01 should be on the latest revision %s and p02 on an older one; got %s and %s", f.GetSet().Status.LatestRevision, a, b)
@@ -103,12 +107,64 @@ func TestPods(t *testing.T) {
 		t.Errorf("-o json: kind %q, states %v", table.Kind, states)
 	}
 
+	// A change beyond the image makes every pod need a recreate; the hand
+	// edit still shows.
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LEVEL", Value: "debug"}}
+	})
+	f.WaitStatus("3 not upgradable, 1 drifted", func(st v1alpha1.SidecarSetStatus) bool {
+		return st.ObservedGeneration == f.GetSet().Generation && st.NotUpgradablePods == 3 && st.DriftedPods == 1
+	})
+	r = ok(t, "pods", f.Set)
+	wantState = map[string]string{"p01": "not-upgradable", "p02": "not-upgradable", "p03": "drifted"}
+	for name, want := range wantState {
+		if got := row(t, r.out, f.NS+"/"+name)[7]; got != want {
+			t.Errorf("after the env change, %s is %s, want %s", name, got, want)
+		}
+	}
+
 	other := newFixture(t)
 	empty := ok(t, "pods", f.Set, "-n", other.NS)
 	mustContain(t, empty.out, "No pods carry SidecarSet "+f.Set+"'s record in namespace "+other.NS)
 	ns := ok(t, "pods", f.Set, "-n", f.NS)
 	if n := len(lines(ns.out)); n != 4 {
 		t.Errorf("-n %s: %d lines, want a header and 3 pods", f.NS, n)
+	}
+}
+
+// TestPodsSkipped: the pods the set was left out of are listed below the
+// table, with the reason the webhook recorded on each; -o json keeps the
+// table alone.
+func TestPodsSkipped(t *testing.T) {
+	f := newFixture(t)
+	set := f.SidecarSet("exporter:v1", 0)
+	set.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	f.CreateSet(set)
+	withData := f.NewPod("p01")
+	withData.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	f.CreatePod(withData)
+	f.CreatePod(f.NewPod("p02"))
+	f.WaitReady(2)
+
+	r := ok(t, "pods", f.Set)
+	row(t, r.out, f.NS+"/p01")
+	mustContain(t, r.out, "SKIPPED")
+	if got, want := strings.Join(row(t, r.out, f.NS+"/p02"), " "),
+		f.NS+`/p02 container "exporter" mounts volume "data", which neither the pod nor the SidecarSet declares`; got != want {
+		t.Errorf("skipped p02: %q, want %q", got, want)
+	}
+
+	var table metav1.Table
+	if err := json.Unmarshal([]byte(ok(t, "pods", f.Set, "-o", "json").out), &table); err != nil {
+		t.Fatalf("-o json is not a Table: %v", err)
+	}
+	if len(table.Rows) != 1 || table.Rows[0].Cells[0] != f.NS+"/p01" {
+		t.Errorf("-o json: rows %v, want p01's alone", table.Rows)
+	}
+
+	other := newFixture(t)
+	if empty := ok(t, "pods", f.Set, "-n", other.NS); strings.Contains(empty.out, "SKIPPED") {
+		t.Errorf("-n %s lists skipped pods of another namespace:\n%s", other.NS, empty.out)
 	}
 }
 

@@ -28,8 +28,10 @@
 //     without the set and violates with it, judged by the apiserver's own
 //     checks from k8s.io/pod-security-admission.
 //
-// Such a set is listed in Result.Skipped with the reason and in the pod's
-// sidecarset.dev/skipped annotation, and the pod is created without it. The
+// Such a set is listed in Result.Skipped with the reason, in the pod's
+// sidecarset.dev/skipped annotation, and with the reason in its
+// sidecarset.dev/skipped-reasons annotation (SkipReason reads it), and the
+// pod is created without it. The
 // checks see the pod with the sets taken before, so of two sets that clash
 // with each other the later by name is left out. What is wrong with a set
 // whatever the pod (a field the apiserver's pod validation refuses) is for
@@ -142,6 +144,7 @@
 package inject
 
 import (
+	"encoding/json"
 	"fmt"
 	"iter"
 	"maps"
@@ -196,7 +199,7 @@ type Result struct {
 	// it: change anything else of Pod only in a DeepCopy of it.
 	Pod *corev1.Pod
 	// Changed reports whether Pod differs from the input: sets injected, a
-	// stale record dropped, or the skipped annotation written or removed.
+	// stale record dropped, or the skipped annotations written or removed.
 	Changed bool
 	// Injected names the SidecarSets injected by this call, sorted.
 	Injected []string
@@ -306,7 +309,8 @@ func Inject(pod *corev1.Pod, ns *corev1.Namespace, sets []*v1alpha1.SidecarSet, 
 	}
 	writeSkipped(res.Pod, res.Skipped)
 	res.Changed = len(res.Injected) > 0 || len(stale) > 0 ||
-		res.Pod.Annotations[v1alpha1.AnnotationSkipped] != pod.Annotations[v1alpha1.AnnotationSkipped]
+		res.Pod.Annotations[v1alpha1.AnnotationSkipped] != pod.Annotations[v1alpha1.AnnotationSkipped] ||
+		res.Pod.Annotations[v1alpha1.AnnotationSkippedReasons] != pod.Annotations[v1alpha1.AnnotationSkippedReasons]
 	res.Warnings = b.warnings
 	res.Events = b.events
 	return res
@@ -376,23 +380,51 @@ func writeRecords(pod *corev1.Pod, state revision.State) {
 	pod.Labels[v1alpha1.LabelManaged] = "true"
 }
 
-// writeSkipped writes the sidecarset.dev/skipped annotation for skipped, or
-// removes it when there are none: what a template copied from another pod
-// carries says nothing about this one.
+// writeSkipped writes the sidecarset.dev/skipped and
+// sidecarset.dev/skipped-reasons annotations for skipped, or removes them
+// when there are none: what a template copied from another pod carries
+// says nothing about this one.
 func writeSkipped(pod *corev1.Pod, skipped []Skip) {
 	if len(skipped) == 0 {
 		delete(pod.Annotations, v1alpha1.AnnotationSkipped)
+		delete(pod.Annotations, v1alpha1.AnnotationSkippedReasons)
 		return
 	}
 	names := make([]string, len(skipped))
+	reasons := make(map[string]string, len(skipped))
 	for i, s := range skipped {
 		names[i] = s.Set
+		reasons[s.Set] = s.Reason
 	}
 	slices.Sort(names)
+	// Map keys come out sorted: the same skips give the same value.
+	b, err := json.Marshal(reasons)
+	if err != nil {
+		// Strings always marshal.
+		panic(fmt.Sprintf("marshal skip reasons: %v", err))
+	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[v1alpha1.AnnotationSkipped] = strings.Join(names, ",")
+	pod.Annotations[v1alpha1.AnnotationSkippedReasons] = string(b)
+}
+
+// SkipReason returns why set was left out of a pod at its creation, as the
+// pod's annotations record it in sidecarset.dev/skipped-reasons; false when
+// its sidecarset.dev/skipped does not name set, or no reason is recorded (a
+// pod admitted by a release that did not record reasons, or annotations
+// edited by hand).
+func SkipReason(annotations map[string]string, set string) (string, bool) {
+	if !slices.Contains(strings.Split(annotations[v1alpha1.AnnotationSkipped], ","), set) {
+		return "", false
+	}
+	var reasons map[string]string
+	if json.Unmarshal([]byte(annotations[v1alpha1.AnnotationSkippedReasons]), &reasons) != nil {
+		return "", false
+	}
+	reason, ok := reasons[set]
+	return reason, ok && reason != ""
 }
 
 // builder collects what the sets add to pod, which it owns, and puts the

@@ -1,6 +1,7 @@
 package inject_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -671,9 +672,21 @@ func TestInjectWarnings(t *testing.T) {
 	}
 }
 
-func skipped(names string) map[string]string {
-	return map[string]string{v1alpha1.AnnotationSkipped: names}
+// skipped is the annotations of a pod that set was left out of for reason.
+func skipped(set, reason string) map[string]string {
+	reasons, err := json.Marshal(map[string]string{set: reason})
+	if err != nil {
+		panic(err)
+	}
+	return map[string]string{v1alpha1.AnnotationSkipped: set, v1alpha1.AnnotationSkippedReasons: string(reasons)}
 }
+
+// Why TestInjectSkips's sets are left out.
+const (
+	mountReason      = `container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`
+	portReason       = `container "y-proxy" port 15001/TCP is already declared by container "x-proxy", and the containers of a pod share one network namespace`
+	privilegedReason = `the namespace enforces Pod Security "baseline:latest", which the pod meets without this SidecarSet and violates with it: privileged (container "debug" must not set securityContext.privileged=true)`
+)
 
 func TestInjectSkips(t *testing.T) {
 	// mounter mounts "data", which only some pods declare, and brings a
@@ -713,14 +726,14 @@ func TestInjectSkips(t *testing.T) {
 		sets: []*v1alpha1.SidecarSet{mounter().Obj(), setB().Obj()},
 		want: inject.Result{
 			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
-				Annotations(records(revision.State{"b": bEntry()})).Annotations(skipped("mounter")).
+				Annotations(records(revision.State{"b": bEntry()})).Annotations(skipped("mounter", mountReason)).
 				Containers(guaranteed("exporter", exporterImage).Obj(), guaranteed("app", appImage).Obj()).
 				InitContainers(guaranteed("wait", waitImage).Obj()).
 				Obj(),
 			Changed:  true,
 			Injected: []string{"b"},
-			Skipped:  []inject.Skip{{Set: "mounter", Reason: `container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`}},
-			Warnings: []string{`SidecarSet "mounter" not injected into this pod: container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`},
+			Skipped:  []inject.Skip{{Set: "mounter", Reason: mountReason}},
+			Warnings: []string{`SidecarSet "mounter" not injected into this pod: ` + mountReason},
 		},
 	}, {
 		name: "the pod declares the volume: injected",
@@ -734,10 +747,10 @@ func TestInjectSkips(t *testing.T) {
 		ns:   shop,
 		sets: []*v1alpha1.SidecarSet{mounter().Obj()},
 		want: inject.Result{
-			Pod:      dbPod().Annotations(skipped("mounter")).Obj(),
+			Pod:      dbPod().Annotations(skipped("mounter", mountReason)).Obj(),
 			Changed:  true,
-			Skipped:  []inject.Skip{{Set: "mounter", Reason: `container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`}},
-			Warnings: []string{`SidecarSet "mounter" not injected into this pod: container "scraper" mounts volume "data", which neither the pod nor the SidecarSet declares`},
+			Skipped:  []inject.Skip{{Set: "mounter", Reason: mountReason}},
+			Warnings: []string{`SidecarSet "mounter" not injected into this pod: ` + mountReason},
 		},
 	}, {
 		name: "two sets on one port: the later by name is left out",
@@ -747,13 +760,33 @@ func TestInjectSkips(t *testing.T) {
 		want: inject.Result{
 			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
 				Annotations(records(revision.State{"x-proxy": entry(port("x-proxy", 15001), ctr("x-proxy", proxyImage))})).
-				Annotations(skipped("y-proxy")).
+				Annotations(skipped("y-proxy", portReason)).
 				Containers(port("x-proxy", 15001).Spec.Containers[0].Container, guaranteed("app", appImage).Obj()).
 				Obj(),
 			Changed:  true,
 			Injected: []string{"x-proxy"},
-			Skipped:  []inject.Skip{{Set: "y-proxy", Reason: `container "y-proxy" port 15001/TCP is already declared by container "x-proxy", and the containers of a pod share one network namespace`}},
-			Warnings: []string{`SidecarSet "y-proxy" not injected into this pod: container "y-proxy" port 15001/TCP is already declared by container "x-proxy", and the containers of a pod share one network namespace`},
+			Skipped:  []inject.Skip{{Set: "y-proxy", Reason: portReason}},
+			Warnings: []string{`SidecarSet "y-proxy" not injected into this pod: ` + portReason},
+		},
+	}, {
+		name: "two sets left out: both named, each with its reason",
+		pod:  dbPod().Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{port("y-proxy", 15001), mounter().Obj(), port("x-proxy", 15001)},
+		want: inject.Result{
+			Pod: testutil.Pod("shop", "db-0").Labels(dbLabels).Labels(managed).
+				Annotations(records(revision.State{"x-proxy": entry(port("x-proxy", 15001), ctr("x-proxy", proxyImage))})).
+				Annotations(map[string]string{
+					v1alpha1.AnnotationSkipped: "mounter,y-proxy",
+					v1alpha1.AnnotationSkippedReasons: `{"mounter":"container \"scraper\" mounts volume \"data\", which neither the pod nor the SidecarSet declares",` +
+						`"y-proxy":"container \"y-proxy\" port 15001/TCP is already declared by container \"x-proxy\", and the containers of a pod share one network namespace"}`,
+				}).
+				Containers(port("x-proxy", 15001).Spec.Containers[0].Container, guaranteed("app", appImage).Obj()).
+				Obj(),
+			Changed:  true,
+			Injected: []string{"x-proxy"},
+			Skipped:  []inject.Skip{{Set: "mounter", Reason: mountReason}, {Set: "y-proxy", Reason: portReason}},
+			Warnings: []string{`SidecarSet "mounter" not injected into this pod: ` + mountReason, `SidecarSet "y-proxy" not injected into this pod: ` + portReason},
 		},
 	}, {
 		name: "a privileged sidecar in a baseline namespace",
@@ -761,10 +794,10 @@ func TestInjectSkips(t *testing.T) {
 		ns:   baseline,
 		sets: []*v1alpha1.SidecarSet{privileged().Obj()},
 		want: inject.Result{
-			Pod:      dbPod().Annotations(skipped("privileged")).Obj(),
+			Pod:      dbPod().Annotations(skipped("privileged", privilegedReason)).Obj(),
 			Changed:  true,
-			Skipped:  []inject.Skip{{Set: "privileged", Reason: `the namespace enforces Pod Security "baseline:latest", which the pod meets without this SidecarSet and violates with it: privileged (container "debug" must not set securityContext.privileged=true)`}},
-			Warnings: []string{`SidecarSet "privileged" not injected into this pod: the namespace enforces Pod Security "baseline:latest", which the pod meets without this SidecarSet and violates with it: privileged (container "debug" must not set securityContext.privileged=true)`},
+			Skipped:  []inject.Skip{{Set: "privileged", Reason: privilegedReason}},
+			Warnings: []string{`SidecarSet "privileged" not injected into this pod: ` + privilegedReason},
 		},
 	}, {
 		name: "a privileged sidecar in a namespace without a level",
@@ -781,13 +814,19 @@ func TestInjectSkips(t *testing.T) {
 		},
 	}, {
 		name: "a skipped annotation copied from another pod goes",
-		pod:  dbPod().Annotations(skipped("mounter")).Volumes(testutil.EmptyDirVolume("data")).Obj(),
+		pod:  dbPod().Annotations(skipped("mounter", mountReason)).Volumes(testutil.EmptyDirVolume("data")).Obj(),
 		ns:   shop,
 		sets: []*v1alpha1.SidecarSet{mounter().Obj()},
 		want: inject.Result{Pod: mounterInjected, Changed: true, Injected: []string{"mounter"}},
 	}, {
+		name: "reasons copied without the names go too",
+		pod:  dbPod().Annotations(map[string]string{v1alpha1.AnnotationSkippedReasons: `{"gone":"a reason of another pod"}`}).Obj(),
+		ns:   shop,
+		sets: []*v1alpha1.SidecarSet{setA().Selector(map[string]string{"app": "web"}).Obj()},
+		want: inject.Result{Pod: dbPod().Annotations(map[string]string{}).Obj(), Changed: true},
+	}, {
 		name: "a skipped annotation alone goes too",
-		pod:  dbPod().Annotations(skipped("gone")).Obj(),
+		pod:  dbPod().Annotations(skipped("gone", "a reason of another pod")).Obj(),
 		ns:   shop,
 		sets: []*v1alpha1.SidecarSet{setA().Selector(map[string]string{"app": "web"}).Obj()},
 		want: inject.Result{Pod: dbPod().Annotations(map[string]string{}).Obj(), Changed: true},
@@ -802,6 +841,33 @@ func TestInjectSkips(t *testing.T) {
 			again := inject.Inject(got.Pod, tc.ns, tc.sets, opts)
 			if again.Changed {
 				t.Errorf("Inject() on its own output changed the pod: injected %v, skipped %v", again.Injected, again.Skipped)
+			}
+		})
+	}
+}
+
+func TestSkipReason(t *testing.T) {
+	reasons := `{"a":"volume x is missing","b":"port 80 clashes","empty":""}`
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		set         string
+		want        string
+		ok          bool
+	}{
+		{"named, with a reason", map[string]string{v1alpha1.AnnotationSkipped: "a,b", v1alpha1.AnnotationSkippedReasons: reasons}, "b", "port 80 clashes", true},
+		{"named, without a reason of its own", map[string]string{v1alpha1.AnnotationSkipped: "a,c", v1alpha1.AnnotationSkippedReasons: reasons}, "c", "", false},
+		{"named, an empty reason", map[string]string{v1alpha1.AnnotationSkipped: "empty", v1alpha1.AnnotationSkippedReasons: reasons}, "empty", "", false},
+		{"named, no reasons at all", map[string]string{v1alpha1.AnnotationSkipped: "a"}, "a", "", false},
+		{"named, reasons not JSON", map[string]string{v1alpha1.AnnotationSkipped: "a", v1alpha1.AnnotationSkippedReasons: "volume x is missing"}, "a", "", false},
+		{"a reason for a set not named", map[string]string{v1alpha1.AnnotationSkipped: "b", v1alpha1.AnnotationSkippedReasons: reasons}, "a", "", false},
+		{"a name that only starts like the set's", map[string]string{v1alpha1.AnnotationSkipped: "ab", v1alpha1.AnnotationSkippedReasons: reasons}, "a", "", false},
+		{"no annotations", nil, "a", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := inject.SkipReason(tc.annotations, tc.set)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("SkipReason(%v, %q) = %q, %v; want %q, %v", tc.annotations, tc.set, got, ok, tc.want, tc.ok)
 			}
 		})
 	}

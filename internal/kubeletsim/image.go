@@ -95,31 +95,34 @@ func (r imageRef) String() string {
 	return s
 }
 
-// behaviour is what a container running an image does. The repository name
-// decides it, so tests and demos pick a behaviour by naming an image.
+// behaviour is what a container running an image does. Its name (the
+// repository or the tag) decides it, so tests and demos pick a behaviour by
+// naming an image: example/proxy-crashes:v3 and fluent-bit:crashes crash.
 type behaviour int
 
 const (
 	runsForever  behaviour = iota
-	pullFails              // repository contains "pull-fails": every pull fails
+	pullFails              // name contains "pull-fails": every pull fails
 	crashes                // "crashes": starts, then exits 1
 	completes              // "completes": runs a while, then exits 0
 	neverReady             // "never-ready": runs, never passes readiness
 	turnsUnready           // "turns-unready": passes readiness, fails it for good after a while, runs on
 )
 
-// behaviourOf checks the markers in this order; the first one found wins.
+// behaviourOf checks the markers in this order, in the repository and the
+// tag; the first one found wins.
 func behaviourOf(r imageRef) behaviour {
+	name := r.repo + ":" + r.tag
 	switch {
-	case strings.Contains(r.repo, "pull-fails"):
+	case strings.Contains(name, "pull-fails"):
 		return pullFails
-	case strings.Contains(r.repo, "crashes"):
+	case strings.Contains(name, "crashes"):
 		return crashes
-	case strings.Contains(r.repo, "completes"):
+	case strings.Contains(name, "completes"):
 		return completes
-	case strings.Contains(r.repo, "never-ready"):
+	case strings.Contains(name, "never-ready"):
 		return neverReady
-	case strings.Contains(r.repo, "turns-unready"):
+	case strings.Contains(name, "turns-unready"):
 		return turnsUnready
 	}
 	return runsForever

@@ -44,6 +44,7 @@ func TestParseImage(t *testing.T) {
 }
 
 func TestBehaviourOf(t *testing.T) {
+	zeroDigest := "sha256:" + strings.Repeat("0", 64)
 	for in, want := range map[string]behaviour{
 		"nginx:1.25":                    runsForever,
 		"example.com/pull-fails/app:v1": pullFails,
@@ -51,8 +52,11 @@ func TestBehaviourOf(t *testing.T) {
 		"job-completes:v1":              completes,
 		"never-ready:v1":                neverReady,
 		"turns-unready:v1":              turnsUnready,
-		// The tag does not count: only the repository names a behaviour.
-		"app:crashes": runsForever,
+		// The tag names one too, as people name a broken build.
+		"fluent-bit:crashes":   crashes,
+		"app:v2-pull-fails":    pullFails,
+		"registry:5000/app:v1": runsForever,
+		"app@" + zeroDigest:    runsForever,
 	} {
 		ref, err := parseImage(in)
 		if err != nil {

@@ -23,7 +23,7 @@
 //     new tag), and a new tag of a digest the node already knows shows the
 //     first tag in status.image. Policy Never counts every image as present
 //     except "pull-fails" ones, which give ErrImageNeverPull.
-//   - A repository containing "pull-fails" never pulls (ErrImagePull, then
+//   - An image whose repository or tag contains "pull-fails" never pulls (ErrImagePull, then
 //     ImagePullBackOff); "crashes" starts and exits 1 (CrashLoopBackOff);
 //     "completes" runs a while and exits 0; "never-ready" runs but never
 //     passes readiness. See Options for the timings.

@@ -80,6 +80,10 @@ func assertSkipped(t *testing.T, pod *corev1.Pod, w *warnings, set, why string) 
 	if !strings.Contains(w.all(), `SidecarSet "`+set+`" not injected into this pod`) || !strings.Contains(w.all(), why) {
 		t.Errorf("warnings %q do not say that %s was left out because %s", w.all(), set, why)
 	}
+	if reason, _ := inject.SkipReason(pod.Annotations, set); !strings.Contains(reason, why) {
+		t.Errorf("annotation %s = %q, want %s's reason, saying %s", v1alpha1.AnnotationSkippedReasons,
+			pod.Annotations[v1alpha1.AnnotationSkippedReasons], set, why)
+	}
 }
 
 func TestPodCreatedWithoutASetMountingAMissingVolume(t *testing.T) {

@@ -386,7 +386,8 @@ func podDiff(hooked, policied *corev1.Pod) string {
 			v.RecordsErr = err.Error()
 		}
 		for k, val := range p.Annotations {
-			if k != v1alpha1.AnnotationState && !strings.HasPrefix(k, revision.PerSetPrefix) && k != v1alpha1.AnnotationSkipped {
+			if k != v1alpha1.AnnotationState && !strings.HasPrefix(k, revision.PerSetPrefix) &&
+				k != v1alpha1.AnnotationSkipped && k != v1alpha1.AnnotationSkippedReasons {
 				v.Annotations[k] = val
 			}
 		}

@@ -165,7 +165,7 @@ func checkOwnKept(t *testing.T, pod, patched *corev1.Pod) {
 	}
 	for k, v := range pod.Annotations {
 		record := k == v1alpha1.AnnotationInjected || k == v1alpha1.AnnotationState || k == v1alpha1.AnnotationSkipped ||
-			strings.HasPrefix(k, revision.PerSetPrefix)
+			k == v1alpha1.AnnotationSkippedReasons || strings.HasPrefix(k, revision.PerSetPrefix)
 		if !record && patched.Annotations[k] != v {
 			t.Fatalf("annotation %s changed by the patch", k)
 		}
