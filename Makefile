@@ -39,8 +39,11 @@ control-plane:
 ## The integration suite, the longest, runs beside the other packages (which
 ## run one at a time): on simulated nodes, then again with simulated image
 ## pulls and container starts that take time. Its output follows theirs.
+## It runs the manager of the last release beside this one's, built from
+## this clone's history by hack/last-release.sh.
 test: control-plane
 	@log=$$(mktemp); \
+	export SIDECARSET_LAST_RELEASE_MANAGER=$$(hack/last-release.sh); \
 	( KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/... && \
 	  echo "integration suite again, with simulated image pulls and container starts that take time" && \
 	  SIDECARSET_SIM_DELAY=400ms KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test $(TEST_FLAGS) ./test/integration/... ) >"$$log" 2>&1 & \

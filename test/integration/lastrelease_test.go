@@ -26,14 +26,13 @@ import (
 const lastRelease = "6a4b1a7"
 
 // lastReleaseManagerEnv names the environment variable that gives the path
-// of a sidecarset-manager binary built from lastRelease:
+// of a sidecarset-manager binary built from lastRelease, which `make test`
+// sets to what hack/last-release.sh builds:
 //
-//	git worktree add /tmp/last-release 6a4b1a7
-//	(cd /tmp/last-release && go build -o /tmp/last-release-manager ./cmd/sidecarset-manager)
-//	export SIDECARSET_LAST_RELEASE_MANAGER=/tmp/last-release-manager
+//	export SIDECARSET_LAST_RELEASE_MANAGER=$(hack/last-release.sh)
 //
-// Without it, the tests that run that manager skip: a clean clone may lack
-// the history to build it, and the tests never read git.
+// Without it, the tests that run that manager skip: a clone without the
+// history cannot build it, and the tests never read git.
 const lastReleaseManagerEnv = "SIDECARSET_LAST_RELEASE_MANAGER"
 
 // recordLastReleaseEnv, set beside lastReleaseManagerEnv, makes
@@ -104,7 +103,7 @@ type recordedPod struct {
 // simulated nodes, or p04's moment is too short to catch:
 //
 //	SIDECARSET_RECORD_LAST_RELEASE=1 SIDECARSET_SIM_DELAY=2s \
-//	SIDECARSET_LAST_RELEASE_MANAGER=/tmp/last-release-manager \
+//	SIDECARSET_LAST_RELEASE_MANAGER=$(hack/last-release.sh) \
 //	  go test ./test/integration/ -run TestRecordLastReleaseMidRollout
 //
 // The file is what TestUpgradeFromLastReleaseMidRollout takes over from.
