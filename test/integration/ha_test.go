@@ -49,7 +49,7 @@ import (
 // here produces it: with no reset, the calls hang until the webhook's
 // timeoutSeconds, on a connection that looks alive until client-go's HTTP/2
 // health check closes it (30s without a read, then a 15s ping), and the
-// endpoint stays until the node is marked unready (README.md). No timeout, no preStop hook, no drain
+// endpoint stays until the node is marked unready (docs/operations.md). No timeout, no preStop hook, no drain
 // helps: the process is gone before anything can run. What bounds the cost
 // is the failurePolicy (Ignore creates the pods without sidecars instead,
 // counted as unmanaged for restart-unmanaged), more replicas (each redial
