@@ -900,6 +900,15 @@ type SidecarSetStatus struct {
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 
+	// releasedBefore: every in-place write the controller made into a pod
+	// before this time is over. The pod came back from it (Ready for the
+	// write's minReadySeconds, every written sidecar in its new container),
+	// so should it fail later, that is not the write's disruption. Kept
+	// here for all the set's pods at once, so that a pod's release costs
+	// no write of the pod; the controller only moves it forward.
+	// +optional
+	ReleasedBefore *metav1.MicroTime `json:"releasedBefore,omitempty"`
+
 	// injection says which path injects the set into new pods, and why.
 	// +optional
 	Injection *InjectionStatus `json:"injection,omitempty"`

@@ -329,6 +329,10 @@ func (in *SidecarSetStatus) DeepCopyInto(out *SidecarSetStatus) {
 		in, out := &in.LastProgressTime, &out.LastProgressTime
 		*out = (*in).DeepCopy()
 	}
+	if in.ReleasedBefore != nil {
+		in, out := &in.ReleasedBefore, &out.ReleasedBefore
+		*out = (*in).DeepCopy()
+	}
 	if in.Injection != nil {
 		in, out := &in.Injection, &out.Injection
 		*out = new(InjectionStatus)

@@ -36,11 +36,6 @@ type RolloutPhase struct {
 	// baseline's first write) to the end: the controller's status saying
 	// Complete, the baseline's last status write after every pod is back.
 	Seconds float64 `json:"seconds"`
-	// SettledSeconds, the controller's only, runs from the image change
-	// until every pod's record is settled: the bookkeeping the controller
-	// writes once each pod is back, the last after its status says
-	// Complete, which the phase waits for.
-	SettledSeconds float64 `json:"settled_seconds,omitempty"`
 	// The writes the apiserver counted during the phase: pod patches (not
 	// the nodes' status writes), SidecarSet status writes, and events
 	// created through events.k8s.io (the controller's; the nodes write
@@ -60,11 +55,8 @@ type RolloutComparison struct {
 	Pods           int    `json:"pods"`
 	MaxUnavailable string `json:"max_unavailable"`
 	// ControllerSeconds and BaselineSeconds are the medians over the
-	// rounds, the controller's to its last pod write (RolloutPhase.End);
-	// Ratio the first over the second. CompleteSeconds is the
-	// controller's median to its status saying Complete.
+	// rounds of their Seconds; Ratio the first over the second.
 	ControllerSeconds float64 `json:"controller_seconds"`
-	CompleteSeconds   float64 `json:"complete_seconds"`
 	BaselineSeconds   float64 `json:"baseline_seconds"`
 	Ratio             float64 `json:"ratio"`
 	Goal              Goal    `json:"goal"`
@@ -117,13 +109,6 @@ func Median(vs []float64) float64 {
 	return (s[mid-1] + s[mid]) / 2
 }
 
-// End is when the phase's last pod write landed, in seconds from its
-// start: the controller's last settle, or Seconds when it settled before
-// its status said Complete (or is the baseline's).
-func (p RolloutPhase) End() float64 {
-	return max(p.Seconds, p.SettledSeconds)
-}
-
 // CompareRollouts returns, for every size and maxUnavailable in phases,
 // the medians of the controller's and the baseline's seconds to their
 // last pod write (End) and their ratio, judged against the goal of the
@@ -138,7 +123,6 @@ func CompareRollouts(phases []RolloutPhase, sizes []int) []RolloutComparison {
 		mu   string
 	}
 	seconds := map[key]map[string][]float64{}
-	complete := map[key][]float64{}
 	var order []key
 	for _, p := range phases {
 		k := key{p.Pods, p.MaxUnavailable}
@@ -146,10 +130,7 @@ func CompareRollouts(phases []RolloutPhase, sizes []int) []RolloutComparison {
 			seconds[k] = map[string][]float64{}
 			order = append(order, k)
 		}
-		seconds[k][p.Kind] = append(seconds[k][p.Kind], p.End())
-		if p.Kind == KindController {
-			complete[k] = append(complete[k], p.Seconds)
-		}
+		seconds[k][p.Kind] = append(seconds[k][p.Kind], p.Seconds)
 	}
 	var out []RolloutComparison
 	for _, k := range order {
@@ -157,7 +138,7 @@ func CompareRollouts(phases []RolloutPhase, sizes []int) []RolloutComparison {
 		if len(ctl) == 0 || len(base) == 0 {
 			continue
 		}
-		c := RolloutComparison{Pods: k.pods, MaxUnavailable: k.mu, ControllerSeconds: Median(ctl), CompleteSeconds: Median(complete[k]),
+		c := RolloutComparison{Pods: k.pods, MaxUnavailable: k.mu, ControllerSeconds: Median(ctl),
 			BaselineSeconds: Median(base)}
 		c.Ratio = ratio(c.ControllerSeconds, c.BaselineSeconds)
 		if i := slices.Index(sizes, k.pods); i >= 0 && i < len(RolloutGoals) {
@@ -207,43 +188,37 @@ func (r RolloutReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "Scale %s, %s, %s with the controller and the baseline interleaved; %s.\n", r.Scale, r.Date, r.roundsText(), r.Machine)
 	fmt.Fprintf(&b, "One-minute load average %s.\n\n", r.LoadAverage)
 	fmt.Fprintf(&b, "One SidecarSet's image changes over all its pods on simulated nodes that act at once. The controller's time runs ")
-	fmt.Fprintf(&b, "from the SidecarSet's update to its last pod write, its settles included (\"to Complete s\" is the time to its status ")
-	fmt.Fprintf(&b, "saying Complete). The baseline does the job with the same client settings ")
+	fmt.Fprintf(&b, "from the SidecarSet's update to its status saying Complete, after its last pod write: a pod back from its write ")
+	fmt.Fprintf(&b, "needs no write of its own, the set's status.releasedBefore passing that write. The baseline does the job with the same client settings ")
 	fmt.Fprintf(&b, "(no client-side rate limit) and nothing else: it keeps as many pods disrupted as maxUnavailable allows, writes each ")
 	fmt.Fprintf(&b, "pod's image and a record of the same size in one patch carrying the pod's resourceVersion, %d at a time, waits on a ", r.Concurrency)
 	fmt.Fprintf(&b, "watch for the pod to be Ready on a new imageID, and writes a SidecarSet's status as often as the controller did in the ")
 	fmt.Fprintf(&b, "round before; its time runs from its first write to its last status write. Its pods are copies of the controller's, ")
-	fmt.Fprintf(&b, "on the same nodes, in another namespace. Times are medians over the rounds. The controller settles each pod's ")
-	fmt.Fprintf(&b, "record once the rollout is over (a patch of the record alone), after its status says Complete, at most 1000 ")
-	fmt.Fprintf(&b, "per reconcile. Its phase waits for them, so those patches load no other phase, and \"settled s\" says ")
-	fmt.Fprintf(&b, "when the last one landed. Its SidecarSet has minReadySeconds 0, as the baseline waits for no pod.\n\n")
+	fmt.Fprintf(&b, "on the same nodes, in another namespace. Times are medians over the rounds. ")
+	fmt.Fprintf(&b, "Its SidecarSet has minReadySeconds 0, as the baseline waits for no pod.\n\n")
 
 	fmt.Fprintf(&b, "## Goals\n\n")
-	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | to Complete s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| pods | maxUnavailable | controller s | baseline s | ratio | goal | met |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Comparisons {
 		goal, verdict := "", ""
 		if c.Goal.Name != "" {
 			goal, verdict = c.Goal.Target, met(c.Goal.Met)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %.1f | %.3f | %s | %s |\n", c.Pods, c.MaxUnavailable, c.ControllerSeconds, c.CompleteSeconds,
+		fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %.3f | %s | %s |\n", c.Pods, c.MaxUnavailable, c.ControllerSeconds,
 			c.BaselineSeconds, c.Ratio, goal, verdict)
 	}
 
 	fmt.Fprintf(&b, "\n## Phases\n\n")
 	fmt.Fprintf(&b, "Writes as the apiserver counted them during the phase: pod patches, SidecarSet status writes, events.k8s.io events.\n\n")
-	fmt.Fprintf(&b, "| pods | maxUnavailable | round | kind | seconds | settled s | pods/s | pod patches | status writes | events | conflicts |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| pods | maxUnavailable | round | kind | seconds | pods/s | pod patches | status writes | events | conflicts |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
 	phases := slices.Clone(r.Phases)
 	slices.SortStableFunc(phases, func(a, c RolloutPhase) int {
 		return cmp.Or(cmp.Compare(a.Pods, c.Pods), cmp.Compare(c.MaxUnavailable, a.MaxUnavailable), cmp.Compare(a.Round, c.Round))
 	})
 	for _, p := range phases {
-		settled := ""
-		if p.SettledSeconds > 0 {
-			settled = fmt.Sprintf("%.1f", p.SettledSeconds)
-		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %s | %.1f | %s | %.0f | %.0f | %.0f | %.0f | %d |\n", p.Pods, p.MaxUnavailable, p.Round, p.Kind,
-			p.Seconds, settled, ratio(float64(p.Pods), p.Seconds), p.PodPatches, p.StatusWrites, p.Events, p.Conflicts)
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %.1f | %.0f | %.0f | %.0f | %.0f | %d |\n", p.Pods, p.MaxUnavailable, p.Round, p.Kind,
+			p.Seconds, ratio(float64(p.Pods), p.Seconds), p.PodPatches, p.StatusWrites, p.Events, p.Conflicts)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

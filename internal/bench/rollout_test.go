@@ -67,7 +67,7 @@ func TestCompareRollouts(t *testing.T) {
 				phase(1000, "100%", 1, KindController, 12), phase(1000, "100%", 1, KindBaseline, 10),
 				phase(1000, "100%", 2, KindBaseline, 12), phase(1000, "100%", 2, KindController, 14),
 			},
-			want: []RolloutComparison{{Pods: 1000, MaxUnavailable: "100%", ControllerSeconds: 13, CompleteSeconds: 13, BaselineSeconds: 11,
+			want: []RolloutComparison{{Pods: 1000, MaxUnavailable: "100%", ControllerSeconds: 13, BaselineSeconds: 11,
 				Ratio: 13.0 / 11, Goal: Goal{Name: "time to the last pod write / baseline, 1000 pods", Target: "≤ 1.15", Value: 13.0 / 11}}},
 		},
 		{
@@ -75,17 +75,8 @@ func TestCompareRollouts(t *testing.T) {
 			phases: []RolloutPhase{
 				phase(10000, "10%", 1, KindController, 120), phase(10000, "10%", 1, KindBaseline, 100),
 			},
-			want: []RolloutComparison{{Pods: 10000, MaxUnavailable: "10%", ControllerSeconds: 120, CompleteSeconds: 120, BaselineSeconds: 100,
+			want: []RolloutComparison{{Pods: 10000, MaxUnavailable: "10%", ControllerSeconds: 120, BaselineSeconds: 100,
 				Ratio: 1.2, Goal: Goal{Name: "time to the last pod write / baseline, 10000 pods", Target: "≤ 1.30", Value: 1.2, Met: true}}},
-		},
-		{
-			name: "the controller's settles after Complete count: 10 s to Complete, 12 s to the last settle",
-			phases: []RolloutPhase{
-				{Pods: 1000, MaxUnavailable: "100%", Round: 1, Kind: KindController, Seconds: 10, SettledSeconds: 12},
-				phase(1000, "100%", 1, KindBaseline, 10),
-			},
-			want: []RolloutComparison{{Pods: 1000, MaxUnavailable: "100%", ControllerSeconds: 12, CompleteSeconds: 10, BaselineSeconds: 10,
-				Ratio: 1.2, Goal: Goal{Name: "time to the last pod write / baseline, 1000 pods", Target: "≤ 1.15", Value: 1.2}}},
 		},
 		{
 			name:   "no baseline, no comparison",
@@ -94,13 +85,13 @@ func TestCompareRollouts(t *testing.T) {
 		{
 			name:   "a baseline that took no time meets no goal",
 			phases: []RolloutPhase{phase(1000, "10%", 1, KindController, 5), phase(1000, "10%", 1, KindBaseline, 0)},
-			want: []RolloutComparison{{Pods: 1000, MaxUnavailable: "10%", ControllerSeconds: 5, CompleteSeconds: 5,
+			want: []RolloutComparison{{Pods: 1000, MaxUnavailable: "10%", ControllerSeconds: 5,
 				Goal: Goal{Name: "time to the last pod write / baseline, 1000 pods", Target: "≤ 1.15"}}},
 		},
 		{
 			name:   "a size without a goal",
 			phases: []RolloutPhase{phase(50, "10%", 1, KindController, 2), phase(50, "10%", 1, KindBaseline, 2)},
-			want:   []RolloutComparison{{Pods: 50, MaxUnavailable: "10%", ControllerSeconds: 2, CompleteSeconds: 2, BaselineSeconds: 2, Ratio: 1}},
+			want:   []RolloutComparison{{Pods: 50, MaxUnavailable: "10%", ControllerSeconds: 2, BaselineSeconds: 2, Ratio: 1}},
 		},
 	}
 	for _, tt := range tests {
@@ -151,7 +142,6 @@ func TestRolloutSummary(t *testing.T) {
 func TestRolloutMarkdown(t *testing.T) {
 	r := RolloutReport{Scale: "small", Sizes: []int{200, 1000}, Rounds: []int{5, 2},
 		Phases: []RolloutPhase{phase(200, "10%", 1, KindController, 4), phase(200, "100%", 1, KindBaseline, 2), phase(200, "100%", 1, KindController, 3)}}
-	r.Phases[2].SettledSeconds = 3.5
 	r.Comparisons = CompareRollouts(r.Phases, []int{1000})
 	var b bytes.Buffer
 	if err := r.WriteMarkdown(&b); err != nil {
@@ -160,9 +150,9 @@ func TestRolloutMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"Scale small, , 5 rounds of 200 pods, 2 of 1000 with the controller",
-		"| 200 | 100% | 3.5 | 3.0 | 2.0 | 1.750 |  |  |",
-		"| 200 | 100% | 1 | controller | 3.0 | 3.5 | 67 |",
-		"| 200 | 100% | 1 | baseline | 2.0 |  | 100 |",
+		"| 200 | 100% | 3.0 | 2.0 | 1.500 |  |  |",
+		"| 200 | 100% | 1 | controller | 3.0 | 67 |",
+		"| 200 | 100% | 1 | baseline | 2.0 | 100 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

@@ -987,7 +987,7 @@ func budgetsOver(ctx context.Context, c client.Reader, namespace string, selecto
 	for i := range pods.Items {
 		all[i] = &pods.Items[i]
 	}
-	disrupted := rollout.NewDisruptions(all, rollout.LatestHashes(sets.Items), time.Now())
+	disrupted := rollout.NewDisruptions(all, rollout.SetsOf(sets.Items), time.Now())
 	var out []budget
 	for _, pdb := range pdbs.Items {
 		// nil selects nothing, {} every pod of the namespace, as the

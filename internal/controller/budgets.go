@@ -30,7 +30,7 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 	if namespaces.Len() == 0 {
 		return out, nil
 	}
-	latest, err := r.latestHashes(ctx)
+	known, err := r.sets(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 		for i := range managed.Items {
 			fresh[i] = r.freshest(&managed.Items[i])
 		}
-		disrupted := rollout.NewDisruptions(fresh, latest, r.Clock.Now())
+		disrupted := rollout.NewDisruptions(fresh, known, r.Clock.Now())
 		for _, pdb := range pdbs.Items {
 			sel, ok := rollout.BudgetSelector(pdb.Spec.Selector)
 			if !ok {
@@ -70,44 +70,40 @@ func (r *Reconciler) budgets(ctx context.Context, pods []matched) (map[types.Nam
 	return out, nil
 }
 
-// markDisruptedBy sets Pod.DisruptedBy on the pods that another
-// SidecarSet's rollout has down: a write of this set into one prolongs that
-// disruption. Only a pod that is not ready and carries another set's record
-// can be; the others' writes this manager made are seen even before the
-// cache has them. On a ready pod back from this set's write it sets
-// Pod.OthersWriting.
+// markDisruptedBy marks what other SidecarSets' records tell of each pod
+// (rollout.MarkOthers): whether another set's rollout has it down, or is
+// taking it down, and, on a ready pod back from this set's write, whether
+// another set's write that no set counts is in flight. The others' writes
+// this manager made are seen even before the cache has them.
 func (r *Reconciler) markDisruptedBy(ctx context.Context, set string, pods []matched, classified []rollout.Pod) error {
-	var latest map[string]string
+	var sets rollout.Sets
 	for i, p := range pods {
-		if classified[i].PodReady && !classified[i].Back {
+		pod := r.freshest(p.pod)
+		if pod.Annotations[v1alpha1.AnnotationInjected] == set {
+			// The set's record alone: every record's set is named there.
 			continue
 		}
-		pod := r.freshest(p.pod)
 		state, _ := revision.Decode(pod.Annotations)
 		delete(state, set)
 		if len(state) == 0 {
 			continue
 		}
-		if classified[i].PodReady {
-			classified[i].OthersWriting = rollout.OthersWriting(pod, state, r.Clock.Now())
-			continue
-		}
-		if latest == nil {
+		if sets == nil {
 			var err error
-			if latest, err = r.latestHashes(ctx); err != nil {
+			if sets, err = r.sets(ctx); err != nil {
 				return err
 			}
 		}
-		classified[i].DisruptedBy = rollout.DisruptedBy(pod, state, latest, r.Clock.Now())
+		rollout.MarkOthers(&classified[i], pod, state, sets, r.Clock.Now())
 	}
 	return nil
 }
 
-// latestHashes maps every SidecarSet's name to its latest revision's Hash.
-func (r *Reconciler) latestHashes(ctx context.Context) (map[string]string, error) {
+// sets tells what every SidecarSet's records mean (rollout.SetsOf).
+func (r *Reconciler) sets(ctx context.Context) (rollout.Sets, error) {
 	var list v1alpha1.SidecarSetList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list SidecarSets: %w", err)
 	}
-	return rollout.LatestHashes(list.Items), nil
+	return rollout.SetsOf(list.Items), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
@@ -69,6 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	latest := rollout.NewLatest(set)
 	latest.ResizableFrom = history.resizable
 	latest.Now = r.Clock.Now()
+	r.leadingSince(latest.Now)
 	classified := make([]rollout.Pod, len(pods))
 	for i, p := range pods {
 		classified[i] = rollout.Classify(p.pod, p.rec, latest)
@@ -78,6 +81,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.noteBack(set.Name, classified)
 	if err := r.markDisruptedBy(ctx, set.Name, pods, classified); err != nil {
+		return ctrl.Result{}, err
+	}
+	rel, err := r.released(ctx, set, latest, classified)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	release := r.holdBudgets()
@@ -99,6 +106,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		DriftPolicy: set.Spec.DriftPolicy,
 		Budgets:     budgets,
 		Withdrawn:   history.withdrawn,
+		// Pods back whose writes releasedBefore cannot pass yet are
+		// written released one by one.
+		ReleasedBefore: rel.before,
+		ReleaseMargin:  rel.margin,
 	})
 	if err != nil {
 		// Validation refuses such a strategy; one stored before it cannot
@@ -113,8 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Status counts as progress only the writes that landed. Settles are
 	// bookkeeping that neither the status nor other sets' budgets wait
-	// for: they go after the status, which a rollout's last pods back
-	// would otherwise tell only once all of them are settled.
+	// for: they go after the status.
 	writes, settles, moreSettles := splitSettles(plan.Updates, settlesPerReconcile)
 	plan.Updates = r.apply(ctx, set, latest.Name, writes, byKey)
 	release()
@@ -125,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The count is a report, not a gate: keep rolling out with the last one.
 		log.Error(err, "count unmanaged pods")
 	}
-	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged)
+	res, err := r.writeStatus(ctx, set, latest, classified, plan, unmanaged, rel.before)
 	settled := r.apply(ctx, set, latest.Name, settles, byKey)
 	if err := r.markPods(ctx, set, classified, byKey); err != nil {
 		return ctrl.Result{}, err
@@ -135,6 +145,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if after := settlesAgain(moreSettles, len(settles), len(settled)); err == nil && after > 0 {
 		res.RequeueAfter = sooner(res.RequeueAfter, after)
+	}
+	if err == nil && !rel.next.IsZero() {
+		// A write back for releaseMargin is released then, which no event
+		// tells.
+		res.RequeueAfter = sooner(res.RequeueAfter, max(rel.next.Sub(r.Clock.Now()), time.Millisecond))
 	}
 	if err == nil && slices.ContainsFunc(plan.Held, func(h rollout.Held) bool { return h.Reason == rollout.HeldNodeLost }) {
 		// A node coming back brings no event of the set's.
@@ -214,6 +229,91 @@ func settlesAgain(more bool, tried, landed int) time.Duration {
 
 // settleRetry is how soon a reconcile whose settles failed tries them again.
 const settleRetry = 30 * time.Second
+
+// releaseMargin is how much older than now the controller's view of pods
+// may be when the set's status.releasedBefore moves (rollout.ReleasedBefore):
+// as long as it trusts its own writes over the cache (expectationTTL). The
+// clocks of the managers, and of the nodes, must agree within it too.
+const releaseMargin = expectationTTL
+
+// release is what a reconcile makes of the set's status.releasedBefore.
+type release struct {
+	// before is status.releasedBefore after this reconcile, and next when
+	// a write not passed yet may be (rollout.ReleasedBefore).
+	before, next time.Time
+	// margin is releaseMargin once the manager has led that long, zero
+	// before: no pod is written released on its own meanwhile
+	// (rollout.Input.ReleaseMargin).
+	margin time.Duration
+}
+
+// released returns what this reconcile of pods makes of the set's
+// status.releasedBefore. It moves only once this manager has led for
+// releaseMargin (its cache ran before it led, and may not show the last
+// writes of the manager before it yet), never past a write whose patch
+// failed without saying it did not land (unsureSince), and pods that carry
+// the set's record but left its selector (strays) hold it as its pods do:
+// other sets and budgets still read that record.
+func (r *Reconciler) released(ctx context.Context, set *v1alpha1.SidecarSet, latest rollout.Latest, pods []rollout.Pod) (release, error) {
+	was, now := latest.ReleasedBefore, latest.Now
+	if led := r.leadingSince(now).Add(releaseMargin); now.Before(led) {
+		return release{before: was, next: led}, nil
+	}
+	limit := r.unsureSince(set.Name)
+	at, next := rollout.ReleasedBefore(pods, was, now, releaseMargin, limit)
+	if at.After(was) {
+		strays, err := r.strays(ctx, set.Name, pods, latest)
+		if err != nil {
+			return release{}, err
+		}
+		if len(strays) > 0 {
+			at, next = rollout.ReleasedBefore(slices.Concat(pods, strays), was, now, releaseMargin, limit)
+		}
+	}
+	if !limit.IsZero() && !next.IsZero() && next.Before(now) {
+		// Held by the failed write alone: look again once it is forgotten.
+		next = limit.Add(expectationTTL)
+	}
+	return release{before: at, next: next, margin: releaseMargin}, nil
+}
+
+// strays classifies the active pods that carry setName's record and are not
+// among pods: they left the set's selector.
+func (r *Reconciler) strays(ctx context.Context, setName string, pods []rollout.Pod, latest rollout.Latest) ([]rollout.Pod, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{v1alpha1.LabelManaged: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list managed pods: %w", err)
+	}
+	members := make(map[types.NamespacedName]bool, len(pods))
+	for _, p := range pods {
+		members[p.Key] = true
+	}
+	var out []rollout.Pod
+	for i := range list.Items {
+		pod := &list.Items[i]
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		if members[key] || !rollout.Active(pod) || !strings.Contains(pod.Annotations[v1alpha1.AnnotationState], setName) {
+			continue
+		}
+		pod = r.freshest(pod)
+		state, _ := revision.Decode(pod.Annotations)
+		if rec, ok := state[setName]; ok {
+			out = append(out, rollout.Classify(pod, rec, latest))
+		}
+	}
+	return out, nil
+}
+
+// leadingSince returns when this manager began to reconcile: its first
+// reconcile, which now is if none came before.
+func (r *Reconciler) leadingSince(now time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leading.IsZero() {
+		r.leading = now
+	}
+	return r.leading
+}
 
 // scopeRetry is how soon a reconcile whose write of the pod webhook's scope
 // failed comes back: an error would hand the set to the controller's

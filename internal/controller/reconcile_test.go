@@ -163,6 +163,27 @@ func TestSettlesAgain(t *testing.T) {
 	}
 }
 
+// TestStampTime: a write is stamped after the set's releasedBefore, even
+// when another manager's clock, ahead of this one's, set it.
+func TestStampTime(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		before *metav1.MicroTime
+		want   time.Time
+	}{
+		{"none", nil, now},
+		{"behind now", new(metav1.NewMicroTime(now.Add(-time.Minute))), now},
+		{"now", new(metav1.NewMicroTime(now)), now.Add(time.Microsecond)},
+		{"ahead of now", new(metav1.NewMicroTime(now.Add(time.Second))), now.Add(time.Second + time.Microsecond)},
+	}
+	for _, tt := range tests {
+		if got := stampTime(now, tt.before); !got.Equal(tt.want) {
+			t.Errorf("%s: stampTime = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestNoteBack checks that a write's duration is observed once, when its
 // pod is first seen back (released), and again for the next write.
 func TestNoteBack(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 // writeStatus computes the status, writes it when it changed, pauses a
 // stalled rollout, and says when to look again.
 func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, latest rollout.Latest,
-	pods []rollout.Pod, plan rollout.Plan, unmanaged unmanagedCounts) (ctrl.Result, error) {
+	pods []rollout.Pod, plan rollout.Plan, unmanaged unmanagedCounts, releasedBefore time.Time) (ctrl.Result, error) {
 	r.mu.Lock()
 	// prev is the set's status and judged the resourceVersion of the set as
 	// judged here. A reconcile that follows our own status write closely
@@ -44,6 +44,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *v1alpha1.SidecarSet, 
 		Skipped:    unmanaged.Skipped,
 		Previous:   prev,
 		Now:        metav1.NewTime(r.Clock.Now()),
+		// The stored one, if this reconcile judged against an older one.
+		ReleasedBefore: laterOf(releasedBefore, prev.ReleasedBefore),
 	})
 
 	if !status.Equal(prev, res.Status) {
@@ -170,4 +172,12 @@ func meta(st v1alpha1.SidecarSetStatus, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// laterOf returns the later of t and stored, nil being none.
+func laterOf(t time.Time, stored *metav1.MicroTime) time.Time {
+	if stored != nil && stored.After(t) {
+		return stored.Time
+	}
+	return t
 }

@@ -104,6 +104,9 @@ type Reconciler struct {
 	// memory is what the controller keeps of each SidecarSet between
 	// reconciles, by name, under mu.
 	memory map[string]*memory
+	// leading is when this manager began to reconcile (leadingSince),
+	// under mu.
+	leading time.Time
 }
 
 // memory is what the controller keeps of one SidecarSet between reconciles.
@@ -126,6 +129,9 @@ type memory struct {
 	// back holds, by pod, the time of the write the pod was last seen
 	// back from, whose duration is observed (noteBack).
 	back map[types.NamespacedName]time.Time
+	// unsure holds, by pod, the time of a write that failed without saying
+	// it did not land (unsure).
+	unsure map[types.NamespacedName]time.Time
 }
 
 // memoryOf returns the memory of the set named name, made empty when there

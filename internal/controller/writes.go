@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -89,17 +90,57 @@ func splitSettles(updates []rollout.PodUpdate, limit int) (others, settles []rol
 }
 
 // settlesPerReconcile bounds the settles one reconcile writes, about five
-// seconds of writes: a rollout over thousands of pods settles them all
-// once it is complete, and a reconcile that wrote them all at once would
-// hold the set's next change (a new image, a pause) for a minute.
+// seconds of writes: behind a write that is not back, a rollout over
+// thousands of pods may settle them all on their own (rollout.Next), and a
+// reconcile that wrote them all at once would hold the set's next change (a
+// new image, a pause) for a minute.
 const settlesPerReconcile = 1000
+
+// unsure remembers the time u's write records, a write that failed in a way
+// that does not say it did not land (a timeout): until the cache has had
+// expectationTTL to show it, the set's status.releasedBefore stays before
+// it (unsureSince), or it could pass a write that the cache shows later.
+func (r *Reconciler) unsure(setName string, pod *corev1.Pod, u rollout.PodUpdate) {
+	w := u.State.Write
+	if w == nil || w.At == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.memoryOf(setName)
+	if m.unsure == nil {
+		m.unsure = map[types.NamespacedName]time.Time{}
+	}
+	m.unsure[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = w.At.Time
+}
+
+// unsureSince returns the earliest time of the set's writes that failed
+// in a way that does not say they did not land (unsure), in the last
+// expectationTTL; zero when none.
+func (r *Reconciler) unsureSince(setName string) time.Time {
+	now := r.Clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var since time.Time
+	m := r.memoryOf(setName)
+	for key, at := range m.unsure {
+		if now.Sub(at) > expectationTTL {
+			delete(m.unsure, key)
+		} else if since.IsZero() || at.Before(since) {
+			since = at
+		}
+	}
+	return since
+}
 
 // noteBack observes, for every pod first seen back from its write
 // (rollout.Pod.Back: Ready past minReadySeconds with every written sidecar
 // in its new container), how long the write took, from the time its record
 // carries (Stamped), which outlives the manager that wrote it. It remembers
-// the writes it observed, so that each is observed once by this manager.
-// The memory is for the metric alone: nothing the rollout decides reads it.
+// the writes it observed, so that each is observed once by this manager; a
+// record read as released (the set's releasedBefore passed its write) was
+// observed before. The memory is for the metric alone: nothing the rollout
+// decides reads it.
 func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
 	now := r.Clock.Now()
 	r.mu.Lock()
@@ -212,7 +253,7 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 	}
 	var rewrites []rollout.Rewrite
 	if u.WritesRecord() {
-		u = u.Stamped(r.Clock.Now())
+		u = u.Stamped(stampTime(r.Clock.Now(), r.storedReleasedBefore(set)))
 		written, _, err := rollout.Apply(cached, set.Name, u, r.Clock.Now())
 		if err != nil {
 			return nil, err
@@ -222,6 +263,9 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 			return nil, err
 		}
 		if err := r.Client.Patch(ctx, written, patch); err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				r.unsure(set.Name, cached, u)
+			}
 			return nil, fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
 		}
 		rewrites = r.recordStored(ctx, set.Name, written, u)
@@ -239,6 +283,29 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 			"resize sidecars of %s: %v", set.Name, err)
 	}
 	return rewrites, nil
+}
+
+// storedReleasedBefore returns the later of set's status.releasedBefore,
+// as cached, and the one this manager last wrote, which the cache may not
+// show yet.
+func (r *Reconciler) storedReleasedBefore(set *v1alpha1.SidecarSet) *metav1.MicroTime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stored := set.Status.ReleasedBefore
+	if w := r.memoryOf(set.Name).status; w != nil && w.status.ReleasedBefore != nil && (stored == nil || w.status.ReleasedBefore.After(stored.Time)) {
+		stored = w.status.ReleasedBefore
+	}
+	return stored
+}
+
+// stampTime returns the time a write made at now records: now, unless
+// the set's status.releasedBefore, which another manager's clock may have
+// set, is not before it. A write it passed would read as released at once.
+func stampTime(now time.Time, releasedBefore *metav1.MicroTime) time.Time {
+	if releasedBefore != nil && !now.After(releasedBefore.Time) {
+		return releasedBefore.Add(time.Microsecond)
+	}
+	return now
 }
 
 // recordStored records, into pod as the apiserver returned it from u's

@@ -321,9 +321,9 @@ func TestSlimPodJudgedAlike(t *testing.T) {
 		}
 		latest := rollout.Latest{Name: "a-2", Hash: "h2", ImagelessHash: "i",
 			Containers: map[string]string{"exporter": rapid.SampledFrom(images).Draw(t, "latest")}}
-		hashes := map[string]string{}
+		hashes := rollout.Sets{}
 		for name, rec := range state {
-			hashes[name] = "h2"
+			hashes[name] = rollout.Latest{Hash: "h2"}
 			if diff := cmp.Diff(rollout.Classify(pod, rec, latest), rollout.Classify(slim, rec, latest)); diff != "" {
 				t.Fatalf("Classify by %s (-full +slim):\n%s", name, diff)
 			}

@@ -281,15 +281,16 @@ type SetState struct {
 	ImagelessHash string `json:"imagelessHash"`
 	// Write describes the last in-place write of this record; nil after
 	// injection or adoption, when nothing was written into a running pod,
-	// and once the pod is back from it (Released).
+	// and in a record written as released (Released).
 	Write *Write `json:"write,omitempty"`
 	// Released is the last write once the pod came back from it, Ready
-	// past minReadySeconds with every written sidecar in its new container
-	// (rollout.ActionSettle), until the next write. Should a pod it
-	// disrupted fail later, the rollout tells that from a write that never
-	// came back: it counts the pod again while it has work, without a slot
-	// of its own (rollout.Pod.Again). Write is nil meanwhile, so that a
-	// manager that does not know this field reads the record as settled.
+	// past minReadySeconds with every written sidecar in its new container,
+	// until the next write. Another set's write into the pod writes it so
+	// (rollout.Apply); the set's own records read so once its
+	// status.releasedBefore passes their write, and stay as written. Should
+	// a pod it disrupted fail later, the rollout tells that from a write
+	// that never came back: it counts the pod again while it has work,
+	// without a slot of its own (rollout.Pod.Again).
 	Released *Write `json:"released,omitempty"`
 	// Containers are the injected containers, found by name.
 	Containers []ContainerState `json:"containers"`
@@ -305,12 +306,6 @@ type Write struct {
 	// the handoff of a hot upgrade counted since the pod turned ready
 	// (rollout.ActionRecordBack).
 	WasReady bool `json:"wasReady,omitempty"`
-	// Released: the pod came back from the write, Ready past
-	// minReadySeconds with every written sidecar in its new container, and
-	// owes nothing more (rollout.ActionSettle). Should it fail later, the
-	// rollout tells that from a write that never came back: it counts the
-	// pod again, without a slot of its own (rollout.Pod.Again).
-	Released bool `json:"released,omitempty"`
 	// TurnedReady: WasReady was set after the write, when the pod, not
 	// ready when written, turned ready with the write still to come
 	// (rollout.ActionRecordDisruption): the rollout counts it, but took no
@@ -362,6 +357,13 @@ type ContainerState struct {
 	// before the write may run first; the write's is the first whose
 	// status shows the written image (rollout.UpdateComplete).
 	NoneRan bool `json:"noneRan,omitempty"`
+	// Between are the images of writes the kubelet had not finished when a
+	// later write went over them (an undo, or a fix after a failed pull),
+	// most recent last: the kubelet may still start a container of one of
+	// them, and shows it at the later write's generation too, just before
+	// it replaces it. Such a container is not the write's
+	// (rollout.UpdateComplete).
+	Between []string `json:"between,omitempty"`
 	// Resized: the last in-place write of this container also changed its
 	// cpu or memory (through pods/resize). The write is complete only once
 	// the kubelet shows the pod spec's resources applied

@@ -27,8 +27,8 @@ import (
 // write would take that for its own disruption: count the pod against its
 // set's maxUnavailable, write into it again without a slot, and hold the
 // writes of every other set into it (HeldByOtherRollout) until the pod is
-// ready again. A settle of their own, planned from a view the pod has moved
-// on from, would have been refused.
+// ready again. Their own status.releasedBefore may pass those writes only
+// later, or never, while a write of theirs is not back.
 //
 // Another set's entry that cannot be read is kept as it is, for that set to
 // report. It fails only when the state annotation as a whole is not a JSON
@@ -57,7 +57,7 @@ func Apply(pod *corev1.Pod, setName string, u PodUpdate, now time.Time) (out *co
 			continue
 		}
 		if back, ok := backOf(Classify(pod, rec, Latest{Now: now})); ok {
-			records[name] = back.State
+			records[name] = back
 			others = append(others, name)
 		}
 	}

@@ -63,9 +63,11 @@ type Pod struct {
 	BackButOwed bool
 	// Back: the last write into the pod is done: every running sidecar is
 	// complete and, if the write disrupted the pod, the pod is ready again.
-	// Next records it released (ActionSettle), so that a sidecar or the
-	// pod failing later is not taken for the write in flight or for a
-	// disruption the write still holds (Again).
+	// The set's status.releasedBefore passes the write once every write
+	// before it is back too (ReleasedBefore), and the record reads as
+	// released from then on, so that a sidecar or the pod failing later is
+	// not taken for the write in flight or for a disruption the write
+	// still holds (Again).
 	Back bool
 	// Again: the pod, on the latest revision, came back from a write that
 	// disrupted it (Record.Released) and has failed since: it is not Ready,
@@ -84,6 +86,15 @@ type Pod struct {
 	// Zero otherwise. A pod written while Ready counts as Disrupting until
 	// then.
 	ReleaseAt time.Time
+	// ReadReleased: the record holds a write that the set's
+	// status.releasedBefore passed, and Record is as a release writes it
+	// (releasedRecord). Should the pod fail, Next writes it so (ActionSettle),
+	// for the managers of earlier releases, which read the record alone.
+	ReadReleased bool
+	// BackAt is when the pod came back, or comes back, from its last
+	// write, as its status tells (releaseTime): read for a Back pod, by
+	// ReleasedBefore.
+	BackAt time.Time
 	// Upgradable: the pod differs from the latest revision at most in
 	// what changes in place, and every latest sidecar is both recorded and
 	// present in the pod spec. What changes in place: images (the record's
@@ -116,10 +127,14 @@ type Pod struct {
 	PodReady bool
 	// DisruptedBy names the other SidecarSets whose rollouts disrupted the
 	// pod, which is not back yet (DisruptedBy over the other sets'
-	// records); the caller sets it, Classify knows one record only. A
-	// write that would
-	// restart a running sidecar of such a pod waits (HeldByOtherRollout):
-	// it would keep the pod down longer, unseen by any budget or slot.
+	// records; on a Ready pod, of the sets that exist); the caller sets it
+	// (MarkOthers), Classify knows one record only. A
+	// write that would restart a running sidecar of such a pod waits
+	// (HeldByOtherRollout), Ready or not: it would keep the pod down
+	// longer, unseen by any budget or slot, and a pod still Ready has not
+	// been back from the other write yet, so the other set could release
+	// it on a Ready the kubelet is about to end (found by TestModel
+	// -rapid.seed=1591172309375597795).
 	// Unless it writes a sidecar that does not serve (not running, or not
 	// ready) and that the kubelet acts on at once (not NotStarted): the
 	// pod cannot turn ready before that sidecar serves again, and the
@@ -128,14 +143,18 @@ type Pod struct {
 	// waiting could wait for ever, the pod down for that very sidecar (one
 	// whose image does not pull, or that crashes).
 	DisruptedBy []string
-	// OthersWriting: another SidecarSet's write into the pod is not done
-	// (OthersWriting over the other sets' records); the caller sets it for
-	// pods that are Back. The Ready the pod shows may be from before the
-	// kubelet acts on that write: the pod is recorded released only once
-	// it is done, and until then a failure counts as this write's (found
-	// by TestModel -rapid.seed=1591172309375597795, where a pod released
-	// on a status the kubelet had not updated since it took down another
-	// set's sidecar went uncounted by both sets).
+	// OthersWriting: another SidecarSet's write into the pod that no set
+	// counts, made while the pod was not Ready or by a deleted set, is not
+	// done (OthersWriting over the other sets' records); the caller sets
+	// it for pods that are Back (MarkOthers). The Ready
+	// the pod shows may be from before the kubelet acts on that write, and
+	// the other set does not count the pod: it is recorded released only
+	// once the write is done, and until then a failure counts as this
+	// write's (found by TestModel -rapid.seed=1591172309375597795, where a
+	// pod released on a status the kubelet had not updated since it took
+	// down another set's sidecar went uncounted by both sets). A write
+	// made while the pod was Ready is counted by its own set: waiting for
+	// it would count that disruption twice (-rapid.seed=12772703203620558092).
 	OthersWriting bool
 	// NodeLost: the pod's node is not Ready (NotReady, or unreachable: its
 	// Ready condition is not True); the caller sets it. Its kubelet acts on
@@ -254,7 +273,12 @@ func resizeConditionText(pod *corev1.Pod) string {
 //
 // The caller passes only pods for which Active holds.
 func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
+	readReleased := passed(rec.Write, latest.ReleasedBefore)
+	if readReleased {
+		rec = releasedRecord(rec)
+	}
 	p := Pod{
+		ReadReleased:    readReleased,
 		Key:             types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 		Labels:          pod.Labels,
 		Generation:      pod.Generation,
@@ -292,8 +316,15 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	p.HandoffOwed = handoffsOwed(p)
 	p.Upgradable, p.NotUpgradable, p.Resize = upgradable(pod, p, latest, w.held)
 	p.Ready = p.PodReady && w.complete
-	if w := cmp.Or(rec.Write, rec.Released); p.PodReady && w != nil {
-		p.ReleaseAt = released(pod, rec.Containers, w.MinReadySeconds, latest.Now)
+	if w := cmp.Or(rec.Write, rec.Released); w != nil {
+		// A pod not Ready waits for no minReadySeconds (judgeDisruption).
+		p.BackAt = releaseTime(pod, rec.Containers, 0)
+		if p.PodReady {
+			p.BackAt = releaseTime(pod, rec.Containers, w.MinReadySeconds)
+		}
+		if p.PodReady && w.MinReadySeconds > 0 && latest.Now.Before(p.BackAt) {
+			p.ReleaseAt = p.BackAt
+		}
 	}
 	p.Available = p.Ready && p.ReleaseAt.IsZero()
 	p.judgeDisruption(w)
@@ -487,24 +518,19 @@ func (p *Pod) judgeDisruption(w progress) {
 	}
 }
 
-// released returns when pod, Ready with the write rec records done, will
-// have been Ready for the write's minReadySeconds, or zero when it has by
-// now. The wait counts from the later of the Ready condition's last
-// transition and the start of every running sidecar rec says was written,
-// both from the node's clock, so that a sidecar that crashed and started
-// again, in a pod that never showed Ready=False (a sidecar without a
-// readiness probe), starts it again. A node clock behind the manager's
-// shortens the wait by the skew. Worked cases, minReadySeconds 10, now
-// 12:00:30:
+// releaseTime returns when pod, with the write rec records done, has been
+// Ready for the write's minReadySeconds, or will have been: counted from
+// the later of the Ready condition's last transition to True and the start
+// of every running sidecar rec says was written, both from the node's
+// clock, so that a sidecar that crashed and started again, in a pod that
+// never showed Ready=False (a sidecar without a readiness probe), starts
+// it again. A node clock behind the manager's shortens the wait by the
+// skew. Worked cases, minReadySeconds 10:
 //
-//	Ready since 12:00:10, sidecar started 12:00:05 → zero (released at 12:00:20)
+//	Ready since 12:00:10, sidecar started 12:00:05 → 12:00:20
 //	Ready since 12:00:10, sidecar started 12:00:25 → 12:00:35 (it restarted)
-//	Ready since 12:00:25                           → 12:00:35
-//	minReadySeconds 0                              → zero
-func released(pod *corev1.Pod, recorded []revision.ContainerState, minReadySeconds int32, now time.Time) time.Time {
-	if minReadySeconds <= 0 {
-		return time.Time{}
-	}
+//	sidecar started 12:00:25, minReadySeconds 0    → 12:00:25 (what Classify asks of a pod not Ready)
+func releaseTime(pod *corev1.Pod, recorded []revision.ContainerState, minReadySeconds int32) time.Time {
 	var since time.Time
 	later := func(t metav1.Time) {
 		if t.After(since) {
@@ -528,11 +554,7 @@ func released(pod *corev1.Pod, recorded []revision.ContainerState, minReadySecon
 			later(st.State.Running.StartedAt)
 		}
 	}
-	at := since.Add(time.Duration(minReadySeconds) * time.Second)
-	if !now.Before(at) {
-		return time.Time{}
-	}
-	return at
+	return since.Add(time.Duration(max(0, minReadySeconds)) * time.Second)
 }
 
 // owes reports whether the resize of the named sidecar is owed.
@@ -656,22 +678,45 @@ func podReady(pod *corev1.Pod) bool {
 // Disrupted reports whether any SidecarSet's rollout disrupted pod and it is
 // not back yet (DisruptedBy names one). PodDisruptionBudgets are shared by
 // every set, so a pod one set disrupted is spent for all of them.
-func Disrupted(pod *corev1.Pod, state revision.State, latest map[string]string, now time.Time) bool {
-	return len(DisruptedBy(pod, state, latest, now)) > 0
+func Disrupted(pod *corev1.Pod, state revision.State, sets Sets, now time.Time) bool {
+	return len(DisruptedBy(pod, state, sets, now)) > 0
+}
+
+// Sets tells what each existing SidecarSet's records mean, by name: its
+// latest Hash and its status.releasedBefore (SetsOf).
+type Sets map[string]Latest
+
+// SetsOf returns the Sets of sets.
+func SetsOf(sets []v1alpha1.SidecarSet) Sets {
+	out := make(Sets, len(sets))
+	for i := range sets {
+		l := Latest{Hash: revision.Hash(&sets[i].Spec)}
+		if w := sets[i].Status.ReleasedBefore; w != nil {
+			l.ReleasedBefore = w.Time
+		}
+		out[sets[i].Name] = l
+	}
+	return out
+}
+
+// classifyFor classifies pod for the set name of sets, at now; for a set
+// sets does not name (deleted), against no revision.
+func (s Sets) classifyFor(pod *corev1.Pod, name string, rec revision.SetState, now time.Time) (Pod, bool) {
+	l, ok := s[name]
+	l.Now = now
+	return Classify(pod, rec, l), ok
 }
 
 // DisruptedBy names, sorted, the SidecarSets of state whose rollouts
 // disrupted pod, which is not back yet (Pod.Disrupting), judged at now.
-// latest maps the existing sets' names to their latest Hash. A set it does
-// not name was deleted and settles nothing any more: its record counts
-// only while its write is in flight. A pod back but for a write of its own
-// (BackButOwed) is ready: it counts for its set until the record says so,
-// and for no budget.
-func DisruptedBy(pod *corev1.Pod, state revision.State, latest map[string]string, now time.Time) []string {
+// A set sets does not name was deleted and releases nothing any more: its
+// record counts only while its write is in flight. A pod back but for a
+// write of its own (BackButOwed) is ready: it counts for its set until
+// the record says so, and for no budget.
+func DisruptedBy(pod *corev1.Pod, state revision.State, sets Sets, now time.Time) []string {
 	var names []string
 	for name, rec := range state {
-		hash, ok := latest[name]
-		c := Classify(pod, rec, Latest{Hash: hash, Now: now})
+		c, ok := sets.classifyFor(pod, name, rec, now)
 		if c.BackButOwed {
 			continue
 		}
@@ -683,25 +728,39 @@ func DisruptedBy(pod *corev1.Pod, state revision.State, latest map[string]string
 	return names
 }
 
+// MarkOthers sets what the records of others, the pod's other sets, tell
+// about p, the pod classified for one set: DisruptedBy, and OthersWriting
+// when p is Ready and Back. A deleted set does not hold a Ready pod: it
+// releases nothing any more, so nothing can be released on a Ready its
+// write is about to end.
+func MarkOthers(p *Pod, pod *corev1.Pod, others revision.State, sets Sets, now time.Time) {
+	p.DisruptedBy = DisruptedBy(pod, others, sets, now)
+	if !p.PodReady {
+		return
+	}
+	p.DisruptedBy = slices.DeleteFunc(p.DisruptedBy, func(name string) bool {
+		_, ok := sets[name]
+		return !ok
+	})
+	if p.Back {
+		p.OthersWriting = OthersWriting(pod, others, sets, now)
+	}
+}
+
 // OthersWriting reports whether a write of one of the records of others,
-// the pod's other sets, is not done in pod (Pod.OthersWriting).
-func OthersWriting(pod *corev1.Pod, others revision.State, now time.Time) bool {
-	for _, rec := range others {
-		if rec.Write != nil && Classify(pod, rec, Latest{Now: now}).Updating {
+// the pod's other sets, that no set counts still has a running sidecar for
+// the kubelet to restart in pod (Pod.OthersWriting): one made while the pod
+// was not Ready, or by a set sets does not name (deleted). A write whose
+// set owes only a write of its own (a resize or a handoff, recorded back)
+// has nothing in flight.
+func OthersWriting(pod *corev1.Pod, others revision.State, sets Sets, now time.Time) bool {
+	for name, rec := range others {
+		c, exists := sets.classifyFor(pod, name, rec, now)
+		if w := c.Record.Write; w != nil && (!w.WasReady || !exists) && c.runningInFlightAny() {
 			return true
 		}
 	}
 	return false
-}
-
-// LatestHashes maps the name of each of sets to its latest revision's
-// Hash, as Disrupted takes them.
-func LatestHashes(sets []v1alpha1.SidecarSet) map[string]string {
-	out := make(map[string]string, len(sets))
-	for i := range sets {
-		out[sets[i].Name] = revision.Hash(&sets[i].Spec)
-	}
-	return out
 }
 
 // Disruptions are the labels of the pods that a SidecarSet's rollout has
@@ -711,17 +770,16 @@ func LatestHashes(sets []v1alpha1.SidecarSet) map[string]string {
 // budget's spent disruptions alike, with Spent.
 type Disruptions []labels.Set
 
-// NewDisruptions returns the Disruptions among pods, judged at now; latest
-// is LatestHashes of the existing sets. Pods that are not Active count
-// nowhere; of a record that is partly unreadable, the readable entries
-// count.
-func NewDisruptions(pods []*corev1.Pod, latest map[string]string, now time.Time) Disruptions {
+// NewDisruptions returns the Disruptions among pods, judged at now against
+// the existing sets. Pods that are not Active count nowhere; of a record
+// that is partly unreadable, the readable entries count.
+func NewDisruptions(pods []*corev1.Pod, sets Sets, now time.Time) Disruptions {
 	var d Disruptions
 	for _, pod := range pods {
 		if !Active(pod) {
 			continue
 		}
-		if state, _ := revision.Decode(pod.Annotations); Disrupted(pod, state, latest, now) {
+		if state, _ := revision.Decode(pod.Annotations); Disrupted(pod, state, sets, now) {
 			d = append(d, pod.Labels)
 		}
 	}

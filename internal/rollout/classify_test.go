@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -326,15 +327,102 @@ func TestDisrupted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Disrupted(pod, state, tc.latest, time.Time{}); got != tc.want {
+		if got := Disrupted(pod, state, hashed(tc.latest), time.Time{}); got != tc.want {
 			t.Errorf("%s: Disrupted = %v, want %v", tc.name, got, tc.want)
 		}
 		var want []string
 		if tc.want {
 			want = []string{v2.Name}
 		}
-		if got := DisruptedBy(pod, state, tc.latest, time.Time{}); !slices.Equal(got, want) {
+		if got := DisruptedBy(pod, state, hashed(tc.latest), time.Time{}); !slices.Equal(got, want) {
 			t.Errorf("%s: DisruptedBy = %v, want %v", tc.name, got, want)
+		}
+	}
+}
+
+// othersWrite returns a pod that the set of exporter:v2 wrote over
+// exporter:v1 while it was Ready, the kubelet not done, with its records,
+// its set's name, and the latest hashes of the sets that exist: with that
+// set, or without it when deleted.
+func othersWrite(t *testing.T, deleted bool) (*corev1.Pod, revision.State, string, map[string]string) {
+	t.Helper()
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	latest := NewLatest(v2)
+	pod := writtenPod(t, v1, latest)
+	state, err := revision.Decode(pod.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := map[string]string{v2.Name: latest.Hash}
+	if deleted {
+		exists = map[string]string{}
+	}
+	return pod, state, v2.Name, exists
+}
+
+// TestOthersWriting: what another set's write into a pod tells a set that
+// has it back. Only a write no set counts (made while the pod was not
+// Ready, or by a deleted set) keeps the pod this set's, while a running
+// sidecar of it is still to restart.
+func TestOthersWriting(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		wasReady bool
+		swapped  bool
+		deleted  bool
+		owed     bool
+		want     bool
+	}{
+		{"written while ready, in flight: its set counts the pod", true, false, false, false, false},
+		{"written while ready by a deleted set, in flight: no set counts it", true, false, true, false, true},
+		{"written while not ready, in flight", false, false, false, false, true},
+		{"written while not ready, done", false, true, false, false, false},
+		// Recorded back with its resize owed: that set writes the resize
+		// in a slot of its own, and nothing is in flight till then.
+		{"recorded back, a resize owed", false, true, false, true, false},
+	} {
+		pod, state, other, exists := othersWrite(t, tc.deleted)
+		state[other].Write.WasReady = tc.wasReady
+		if tc.swapped {
+			swap(pod)
+		}
+		if tc.owed {
+			rc := &state[other].Containers[0]
+			rc.Resized, rc.Resources = true, &corev1.ResourceRequirements{Limits: corev1.ResourceList{
+				corev1.ResourceMemory: resource.MustParse("64Mi")}}
+			if !Classify(pod, state[other], Latest{}).Containers[0].ResizeOwed {
+				t.Fatalf("%s: setup: no resize owed", tc.name)
+			}
+		}
+		if got := OthersWriting(pod, state, hashed(exists), time.Time{}); got != tc.want {
+			t.Errorf("%s: OthersWriting = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestMarkOthers: another set's write in flight holds a Ready pod only
+// while that set exists; a pod that is not Ready, whatever set wrote it.
+func TestMarkOthers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ready   bool
+		deleted bool
+		named   bool
+	}{
+		{"ready, the other set's write in flight", true, false, true},
+		{"ready, a deleted set's write in flight", true, true, false},
+		{"not ready, a deleted set's write in flight", false, true, true},
+	} {
+		pod, state, other, exists := othersWrite(t, tc.deleted)
+		setReady(pod, tc.ready)
+		var want []string
+		if tc.named {
+			want = []string{other}
+		}
+		p := Pod{PodReady: tc.ready}
+		MarkOthers(&p, pod, state, hashed(exists), time.Time{})
+		if !slices.Equal(p.DisruptedBy, want) {
+			t.Errorf("%s: DisruptedBy = %v, want %v", tc.name, p.DisruptedBy, want)
 		}
 	}
 }
@@ -345,9 +433,9 @@ func TestDisrupted(t *testing.T) {
 func TestDisruptionsSpent(t *testing.T) {
 	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
 	latest := NewLatest(v2)
-	exists := LatestHashes([]v1alpha1.SidecarSet{*v2})
-	if got := exists[v2.Name]; got != latest.Hash {
-		t.Fatalf("LatestHashes names %s %q, want %q", v2.Name, got, latest.Hash)
+	exists := SetsOf([]v1alpha1.SidecarSet{*v2})
+	if got := exists[v2.Name].Hash; got != latest.Hash {
+		t.Fatalf("SetsOf names %s %q, want %q", v2.Name, got, latest.Hash)
 	}
 	down := func(name, app string) *corev1.Pod {
 		pod := writtenPod(t, v1, latest)
@@ -592,4 +680,13 @@ func TestWriteWhileTheSidecarIsCreated(t *testing.T) {
 	if p := Classify(pod, record(pod), latest); p.Updating {
 		t.Errorf("the written image's container: still Updating")
 	}
+}
+
+// hashed returns the Sets that give each set of hashes its latest Hash.
+func hashed(hashes map[string]string) Sets {
+	out := make(Sets, len(hashes))
+	for name, h := range hashes {
+		out[name] = Latest{Hash: h}
+	}
+	return out
 }

@@ -57,9 +57,17 @@ import (
 // later one it created from the written spec. Only a first container of a
 // tag that shares its content with the one before, which the runtime may
 // name by that other tag, is not told from the one before: such a write
-// waits until the container restarts or the pod is recreated. A record written before writes were kept (revision.Write) is
-// judged as it was then: by the imageID changing, or a declared digest
-// equal to the running one.
+// waits until the container restarts or the pod is recreated. A write made
+// over ones the kubelet had not finished (Between) is not complete while
+// the status shows a container of one of their images: the kubelet may
+// start it first, and shows it at the write's generation too. The status
+// is not required to show the written image: the runtime names a
+// container by the first tag its content has on the node, so the written
+// image's container may show as another tag; only a container of an image
+// in between that shares its content with a tag named before it is not
+// told apart, and is taken for the write's. A record written before writes were kept
+// (revision.Write) is judged as it was then: by the imageID changing, or a
+// declared digest equal to the running one.
 //
 // A container that is not running (waiting in ErrImagePull or
 // CrashLoopBackOff, or terminated) is not complete: it runs nothing yet.
@@ -79,6 +87,8 @@ import (
 //	written x:v2, none ran, c1 running, status.image x:v1        → false (created from the spec before)
 //	written x:v2, none ran, c1 running, status.image x:v2        → true
 //	written x:v2, none ran, c2 running, status.image x:v1, restartCount 1 → true (a later container)
+//	written x:v3 over x:v2 in flight, c2 running, status.image x:v2   → false (x:v2's, about to go)
+//	written x:v3 over x:v2 in flight, c3 running, status.image x:latest → true (x:v3's, by another tag)
 //	no write,               c1 running                           → true  (as injected)
 func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1.ContainerStatus, observedGeneration int64) bool {
 	if st.State.Running == nil {
@@ -97,6 +107,11 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 	}
 	if observedGeneration > 0 && observedGeneration < write.Generation {
 		return false
+	}
+	for _, b := range rc.Between {
+		if runsImage(st, b) && !runsImage(st, rc.Image) {
+			return false
+		}
 	}
 	if rc.NoneRan {
 		return runsImage(st, rc.Image) || st.RestartCount > 0

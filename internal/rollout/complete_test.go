@@ -133,6 +133,45 @@ func TestUpdateComplete(t *testing.T) {
 			status:   corev1.ContainerStatus{ContainerID: c2, Image: "x:v1", ImageID: "r/x@" + aaa, RestartCount: 1, State: run},
 			want:     true,
 		},
+		{
+			// Written x:v3 while the kubelet had not finished x:v2 (it
+			// failed to pull, say): it may start x:v2's container first,
+			// and show it at x:v3's generation, just before it replaces it
+			// (found by TestModel -rapid.seed=12650358155861014381).
+			name: "written over a write in flight, the container of the image in between", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v3", PreviousContainerID: c1, PreviousImageID: "r/x@" + aaa, Between: []string{"x:v2"}},
+			status:   corev1.ContainerStatus{ContainerID: c2, Image: "x:v2", ImageID: "r/x@" + bbb, State: run},
+			want:     false,
+		},
+		{
+			name: "written over a write in flight, the container of the written image", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v3", PreviousContainerID: c1, PreviousImageID: "r/x@" + aaa, Between: []string{"x:v2"}},
+			status:   corev1.ContainerStatus{ContainerID: c3, Image: "docker.io/library/x:v3", ImageID: "r/x@" + digest("exporter:v3"), RestartCount: 2, State: run},
+			want:     true,
+		},
+		{
+			// containerd names a container by the first tag its content
+			// has on the node.
+			name: "written over a write in flight, the container of the written image shown by another tag", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v3", PreviousContainerID: c1, PreviousImageID: "r/x@" + aaa, Between: []string{"x:v2"}},
+			status:   corev1.ContainerStatus{ContainerID: c3, Image: "x:latest", ImageID: "r/x@" + digest("exporter:v3"), RestartCount: 2, State: run},
+			want:     true,
+		},
+		{
+			// An undo after a failed pull: the content decides, whatever
+			// tag the runtime shows.
+			name: "undo over a write in flight, the previous content shown by another tag", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v1", PreviousContainerID: c1, PreviousImage: "x:v1",
+				PreviousImageID: "r/x@" + aaa, Between: []string{"x:v2"}},
+			status: corev1.ContainerStatus{ContainerID: c3, Image: "x:latest", ImageID: "r/x@" + aaa, RestartCount: 2, State: run},
+			want:   true,
+		},
+		{
+			name: "written while none ran and over a write in flight, a later container of the image in between", write: write, observed: 3,
+			recorded: revision.ContainerState{Name: "exporter", Image: "x:v3", NoneRan: true, Between: []string{"x:v2"}},
+			status:   corev1.ContainerStatus{ContainerID: c2, Image: "x:v2", ImageID: "r/x@" + bbb, RestartCount: 1, State: run},
+			want:     false,
+		},
 		{name: "as injected, running", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"}, status: status(c1, "r/x@"+aaa), want: true},
 		{
 			name: "as injected, still creating", recorded: revision.ContainerState{Name: "exporter", Image: "x:v1"},

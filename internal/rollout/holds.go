@@ -160,7 +160,7 @@ func holdNodeLost(j job, _ *tally) (HoldReason, string, bool) {
 }
 
 // holdBackButOwed: the pod's record says it is back first (ActionRecordBack,
-// in settle); then it no longer counts, and the write it owes takes a slot
+// in bookkeeping); then it no longer counts, and the write it owes takes a slot
 // as a new one does. Written now, that write would leave the record
 // unwritten for as long as it fails.
 func holdBackButOwed(j job, _ *tally) (HoldReason, string, bool) {
@@ -217,9 +217,9 @@ func holdHandoff(j job, _ *tally) (HoldReason, string, bool) {
 	return HeldInFlight, fmt.Sprintf("the handoff of %s waits for the kubelet to finish the last write of its old slot", owed), true
 }
 
-// holdOtherRollout: another SidecarSet's rollout has the pod down, and this
-// write would keep it down longer, which no budget or slot would count. It
-// goes once the pod is back, unless it writes a sidecar that does not
+// holdOtherRollout: another SidecarSet's rollout has the pod down, or its
+// write is still to take it down, and this write would keep it down longer,
+// which no budget or slot would count. It goes once the pod is back, unless it writes a sidecar that does not
 // serve (Pod.DisruptedBy), or is a handoff, owed alone or the first
 // step of an update (updateOf): the old slot it writes has handed its work
 // over, and held, the hot upgrade could not end. A pod this rollout
@@ -229,7 +229,7 @@ func holdOtherRollout(j job, _ *tally) (HoldReason, string, bool) {
 	if len(p.DisruptedBy) == 0 || p.Disrupting || u.Action == ActionHandoff || !u.restartsRunning(p) || u.writesUnserving(p) {
 		return "", "", false
 	}
-	return HeldByOtherRollout, fmt.Sprintf("the rollout of SidecarSet %s has the pod down; it goes once the pod is ready again",
+	return HeldByOtherRollout, fmt.Sprintf("the rollout of SidecarSet %s has the pod down, or is taking it down; it goes once the pod is back from it",
 		strings.Join(p.DisruptedBy, ", ")), true
 }
 

@@ -109,6 +109,9 @@ var modelKept = []struct {
 	{8581459926500644625, "a reconcile read a cache view older than the last one read, from before a write the " +
 		"controller forgot once a view showed it: p02 was seen not yet written, and p03 went beside p00 and p02 " +
 		"(s0 disrupts [p00 p02 p03] at once, maxUnavailable 2)"},
+	{17205122935913991882, "a write was judged against disruptions the time since the last step had ended: p00, " +
+		"Ready for exactly its minReadySeconds, still counted, and the budget seemed overspent by the write of p05 " +
+		"(budget pdb0 (maxUnavailable 1): [p00 p05] unhealthy at once)"},
 }
 
 // TestModelView: the model's cache lags and never goes back (view).
@@ -168,6 +171,9 @@ const (
 	modelNS = "db"
 	// stepTime is how far the clock moves per step.
 	stepTime = 3 * time.Second
+	// viewAge is the oldest a view a reconcile reads can be: the history
+	// keeps three snapshots, one taken per step (view).
+	viewAge = 3 * stepTime
 )
 
 type model struct {
@@ -752,9 +758,9 @@ func (m *model) reconcile(s *mset, lag int) {
 			Data: runtime.RawExtension{Raw: revision.Data(&spec)}})
 	}
 	latest.ResizableFrom = revision.ResizableFrom(&s.set.Spec, history)
-	latestHashes := map[string]string{}
+	sets := rollout.Sets{}
 	for _, o := range m.sets {
-		latestHashes[o.set.Name] = revision.Hash(&o.set.Spec)
+		sets[o.set.Name] = rollout.NewLatest(o.set)
 	}
 	// The cache view with this controller's writes it has not shown yet.
 	fresh := make([]*corev1.Pod, len(view))
@@ -785,11 +791,7 @@ func (m *model) reconcile(s *mset, lag int) {
 		// As the controller marks them (markDisruptedBy).
 		others := maps.Clone(state)
 		delete(others, s.set.Name)
-		if !cl.PodReady {
-			cl.DisruptedBy = rollout.DisruptedBy(pod, others, latestHashes, m.now)
-		} else if cl.Back {
-			cl.OthersWriting = rollout.OthersWriting(pod, others, m.now)
-		}
+		rollout.MarkOthers(&cl, pod, others, sets, m.now)
 		pods = append(pods, cl)
 		byName[pod.Name] = pod
 	}
@@ -798,7 +800,7 @@ func (m *model) reconcile(s *mset, lag int) {
 		rb := rollout.Budget{Name: modelNS + "/" + b.name, DisruptionsAllowed: b.allowed}
 		for _, pod := range fresh {
 			state, _ := revision.Decode(pod.Annotations)
-			if pod.Labels["g"] == b.group && rollout.Disrupted(pod, state, latestHashes, m.now) {
+			if pod.Labels["g"] == b.group && rollout.Disrupted(pod, state, sets, m.now) {
 				rb.Spent++
 			}
 		}
@@ -809,8 +811,9 @@ func (m *model) reconcile(s *mset, lag int) {
 			}
 		}
 	}
+	releasedBefore, _ := rollout.ReleasedBefore(pods, latest.ReleasedBefore, m.now, viewAge, time.Time{})
 	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: s.set.Spec.UpdateStrategy,
-		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets})
+		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets, ReleasedBefore: releasedBefore, ReleaseMargin: viewAge})
 	if err != nil {
 		m.t.Fatalf("Next: %v", err)
 	}
@@ -853,7 +856,7 @@ func (m *model) reconcile(s *mset, lag int) {
 	}
 	plan.Updates = landed
 	res := status.Compute(status.Input{Generation: s.set.Generation, Latest: latest, Pods: pods, Plan: plan,
-		Strategy: s.set.Spec.UpdateStrategy, Previous: s.set.Status, Now: metav1.NewTime(m.now)})
+		Strategy: s.set.Spec.UpdateStrategy, Previous: s.set.Status, Now: metav1.NewTime(m.now), ReleasedBefore: releasedBefore})
 	s.set.Status = res.Status
 	if res.PauseRollout {
 		s.set.Spec.UpdateStrategy.Paused = true
@@ -874,6 +877,10 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 		return false
 	}
 	m.checkHotWrite(s, p, u)
+	// Disruptions that are over by now end before this write is judged.
+	for _, q := range m.pods {
+		m.release(q)
+	}
 	written := p.pod
 	if u.WritesRecord() {
 		var err error
@@ -948,6 +955,7 @@ func (m *model) check() {
 		for _, p := range m.pods {
 			if _, ok := p.disrupted[s.set.Name]; ok {
 				disrupted = append(disrupted, p.pod.Name)
+				m.checkNotReleased(s, p)
 			}
 		}
 		if len(disrupted) > s.maxUnavailable {
@@ -957,6 +965,41 @@ func (m *model) check() {
 			}
 			m.t.Fatalf("%s disrupts %v at once, maxUnavailable %d:\n%s", s.set.Name, disrupted, s.maxUnavailable, strings.Join(pods, "\n"))
 		}
+	}
+}
+
+// checkReleased asserts, once every rollout is complete and has been for
+// viewAge, that each set's record of each pod back and ready is released:
+// its releasedBefore passes the write, or the record says so.
+func (m *model) checkReleased() {
+	for _, p := range m.pods {
+		if p.neverReady || !m.back(p) || !podReady(p.pod) {
+			continue
+		}
+		state, _ := revision.Decode(p.pod.Annotations)
+		for _, s := range m.sets {
+			w, before := state[s.set.Name].Write, s.set.Status.ReleasedBefore
+			if w != nil && (w.At == nil || before == nil || !w.At.Before(before)) {
+				m.t.Fatalf("%s's write into %s is back and not released: %+v, releasedBefore %v\n%s",
+					s.set.Name, p.pod.Name, *w, before, m.describe(p))
+			}
+		}
+	}
+}
+
+// checkNotReleased asserts that the write of s that has p down is not
+// released: neither passed by s's status.releasedBefore nor written
+// released into p's record. Released, p would count nowhere.
+func (m *model) checkNotReleased(s *mset, p *mpod) {
+	state, _ := revision.Decode(p.pod.Annotations)
+	rec, before := state[s.set.Name], s.set.Status.ReleasedBefore
+	if w := rec.Write; w != nil && w.At != nil && before != nil && w.At.Before(before) {
+		m.t.Fatalf("%s's releasedBefore %s passed the write at %s of %s, which the world says has it down:\n%s",
+			s.set.Name, before.Format(time.RFC3339Nano), w.At.Format(time.RFC3339Nano), p.pod.Name, m.describe(p))
+	}
+	if rec.Write == nil && rec.Released != nil {
+		m.t.Fatalf("%s's record of %s says its write released, which the world says has it down: %+v\n%s",
+			s.set.Name, p.pod.Name, *rec.Released, m.describe(p))
 	}
 }
 
@@ -1326,6 +1369,12 @@ func (m *model) finish() {
 		}
 		round()
 	}
+	// Writes back are released within viewAge, by the sets' releasedBefore
+	// or, behind a write that is not back, by a write of the record.
+	for range 3*viewAge/stepTime + 3 {
+		round()
+	}
+	m.checkReleased()
 	statuses := make([]v1alpha1.SidecarSetStatus, len(m.sets))
 	rvs := make([]string, len(m.pods))
 	for i, s := range m.sets {
@@ -1339,7 +1388,11 @@ func (m *model) finish() {
 		round()
 	}
 	for i, s := range m.sets {
-		if !status.Equal(statuses[i], s.set.Status) {
+		// But for releasedBefore: a write into a pod never ready is back
+		// when its containers start, whenever that is.
+		st := s.set.Status
+		statuses[i].ReleasedBefore, st.ReleasedBefore = nil, nil
+		if !status.Equal(statuses[i], st) {
 			m.t.Fatalf("%s: status still changes once complete: %+v → %+v", s.set.Name, statuses[i], s.set.Status)
 		}
 	}

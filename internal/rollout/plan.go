@@ -35,6 +35,13 @@ type Input struct {
 	// or by declaring an older spec again. Their pods go back whatever the
 	// partition (see Next).
 	Withdrawn map[string]bool
+	// ReleasedBefore is the set's status.releasedBefore after this
+	// reconcile, and ReleaseMargin the margin it moved by
+	// (ReleasedBefore). A write back for settleAfter margins that it does
+	// not pass, held by a write before it that is not back, is written
+	// released, pod by pod (ActionSettle). A zero margin writes none.
+	ReleasedBefore time.Time
+	ReleaseMargin  time.Duration
 }
 
 // Budget is a PodDisruptionBudget as the planner needs it.
@@ -103,8 +110,9 @@ const (
 	// undoing a hand edit, without changing the pod's revision.
 	ActionRevertDrift Action = "RevertDrift"
 	// ActionSettle writes only the record of a pod back from its last write
-	// (Pod.Back), saying it is released: should the pod fail later, it is
-	// not taken for that write's disruption (Pod.Again).
+	// (Pod.Back), saying it is released, when the set's releasedBefore
+	// cannot pass that write yet (Input.ReleasedBefore): should the pod
+	// fail later, it is not taken for that write's disruption (Pod.Again).
 	ActionSettle Action = "Settle"
 	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed):
 	// its record landed, the resize after it did not. A pod the record
@@ -138,12 +146,14 @@ func (u PodUpdate) RecordOnly() bool {
 }
 
 // Stamped returns u with at, the time the controller writes it, kept in
-// the record's Write when u writes images (the record then holds a new
-// Write): the update's duration runs from it, whichever manager sees the
-// pod back. Record-only writes keep the time of the write they describe.
-// u is not modified.
+// the record's Write when u writes images, or a resize counted from now
+// (WithRecord): the record then holds a new Write. The update's duration
+// runs from it, whichever manager sees the pod back, and the set's
+// status.releasedBefore passes it once it is back (ReleasedBefore).
+// Record-only writes, and a resize alone, keep the time of the write they
+// describe. u is not modified.
 func (u PodUpdate) Stamped(at time.Time) PodUpdate {
-	if !u.writesSpec() || u.State.Write == nil || u.Action == ActionResize {
+	if !u.writesSpec() || u.State.Write == nil || u.Action == ActionResize && !u.WithRecord {
 		return u
 	}
 	w := *u.State.Write
@@ -326,7 +336,7 @@ func Next(in Input) (Plan, error) {
 		t.spend(j)
 		plan.Updates = append(plan.Updates, j.u)
 	}
-	plan.Updates = settle(pods, plan.Updates)
+	plan.Updates = bookkeeping(pods, plan.Updates, in)
 	for _, p := range pods {
 		if !p.ReleaseAt.IsZero() && (plan.ReleaseAt.IsZero() || p.ReleaseAt.Before(plan.ReleaseAt)) {
 			plan.ReleaseAt = p.ReleaseAt
@@ -523,23 +533,19 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 	return u
 }
 
-// settle appends to updates a record of the disruption of every pod
+// bookkeeping appends to updates a record of the disruption of every pod
 // written while not ready that the write is about to disrupt, a record of
-// every pod back but for a write that is a disruption of its own, and a
-// record of every pod that is Back that it is released, once no other
-// set's write into it is in flight (Pod.OthersWriting). This is
-// bookkeeping, not a rollout step: it is done paused or not, and whatever
-// holds the pod's next update. Another set's write into the pod records it
-// too (Apply).
-//
-// A released pod that fails later counts again (Pod.Again), as a pod that
-// failed just after its write does: a new image that fails some time after
-// turning ready stops the rollout once maxUnavailable pods failed, and the
-// rollout, stalled, pauses itself and still says why; a canary that fails
-// after its step holds the next. The record is what tells such a pod from
-// one whose write never came back: a write that restarts it takes a slot
-// of its own, where the other continues the disruption it holds.
-func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
+// every pod back but for a write that is a disruption of its own
+// (BackButOwed), and a record of every pod back for settleAfter margins that
+// in.ReleasedBefore does not pass that it is released (ActionSettle), as
+// of every pod whose record reads released that is not Available: the
+// managers of earlier releases, which know no releasedBefore, would take
+// its failure for the write's disruption, and hold its slot for ever. This
+// is bookkeeping, not a rollout step: it is done paused or not, and
+// whatever holds the pod's next update. A pod back from its write needs
+// no record of its own while no write before it is stuck: the set's
+// status.releasedBefore passes that write (ReleasedBefore).
+func bookkeeping(pods []Pod, updates []PodUpdate, in Input) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
 		written[u.Pod] = true
@@ -547,7 +553,6 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 	for _, p := range pods {
 		switch {
 		case written[p.Key]:
-		case p.Back && p.OthersWriting:
 		case p.Disrupting && p.Record.Write != nil && !p.Record.Write.WasReady:
 			u := PodUpdate{Pod: p.Key, Action: ActionRecordDisruption, State: p.Record}
 			// The same write, its generation and time kept.
@@ -555,13 +560,100 @@ func settle(pods []Pod, updates []PodUpdate) []PodUpdate {
 			w.WasReady, w.TurnedReady = true, true
 			u.State.Write = &w
 			updates = append(updates, u)
-		default:
-			if u, ok := backOf(p); ok {
-				updates = append(updates, u)
+		case p.BackButOwed:
+			updates = append(updates, recordBackOf(p))
+		case p.ReadReleased && !p.Available:
+			updates = append(updates, PodUpdate{Pod: p.Key, Action: ActionSettle, State: p.Record})
+		case in.ReleaseMargin > 0 && !passed(p.Record.Write, in.ReleasedBefore):
+			if ok, ready := releasable(p, settleAfter*in.ReleaseMargin); ok && !ready.After(in.Latest.Now) {
+				updates = append(updates, PodUpdate{Pod: p.Key, Action: ActionSettle, State: releasedRecord(p.Record)})
 			}
 		}
 	}
 	return updates
+}
+
+// settleAfter is how many release margins a pod must have been back before
+// its write, which the set's releasedBefore does not pass, is written
+// released on its own: a write back later than one written after it, by
+// moments, is passed soon after, and needs no write of its own.
+const settleAfter = 3
+
+// passed reports whether a set's status.releasedBefore, before, passes w,
+// a write its record holds: w was made before it.
+func passed(w *revision.Write, before time.Time) bool {
+	return w != nil && w.At != nil && w.At.Time.Before(before)
+}
+
+// releasable reports whether p's write, which its record holds, may be
+// released: the pod is back from it (Back), owing no write of its own
+// (BackButOwed, ResizeOwed, HandoffOwed: a release would forget it) and
+// with no other set's write that no set counts in flight in it
+// (OthersWriting); and when it will have been so for margin, counted from
+// the later of when it came back and the write.
+func releasable(p Pod, margin time.Duration) (bool, time.Time) {
+	w := p.Record.Write
+	if w == nil || !p.Back || p.BackButOwed || p.OthersWriting || len(p.ResizeOwed) > 0 || len(p.HandoffOwed) > 0 {
+		return false, time.Time{}
+	}
+	since := p.BackAt
+	if w.At != nil && w.At.After(since) {
+		since = w.At.Time
+	}
+	return true, since.Add(margin)
+}
+
+// ReleasedBefore returns the set's status.releasedBefore after a reconcile
+// that judged pods at now, from was, the one stored. A write made before it
+// is read as released (Classify): every write before it may be released
+// (releasable). A release is a fact of the past that a pod failing later
+// hides, so it is kept here, for all the set's pods at once, rather than
+// in a write of each pod.
+//
+// margin is how much older than now the view of pods may be. A pod shown
+// back for margin was back when the view was taken, whatever happened
+// since; and a write made within margin may not show in the view yet, so
+// none is passed, nor any at or after limit (zero: none). It only moves
+// forward, and only as far as just after the last write it passes, so that
+// it changes only when a write is released. next is when a write not
+// passed yet may be: the caller should look again then; zero when none.
+// Worked cases, margin 1m, now 12:10:00, was 12:00:00:
+//
+//	writes at 12:01 and 12:03, back since 12:02 and 12:04 → 12:03:00.000001
+//	writes at 12:01 back since 12:02, 12:03 not back       → 12:01:00.000001
+//	write at 12:01 back since 12:09:30                     → 12:00:00, next 12:10:30
+//	write at 11:58, not back (read released already)       → 12:00:00
+//	writes at 12:01 and 12:03, both back, limit 12:02      → 12:01:00.000001
+func ReleasedBefore(pods []Pod, was, now time.Time, margin time.Duration, limit time.Time) (at, next time.Time) {
+	// The cut: no write at or after it is passed.
+	cut := now.Add(-margin)
+	if !limit.IsZero() && limit.Before(cut) {
+		cut = limit
+	}
+	var ready []time.Time
+	for _, p := range pods {
+		w := p.Record.Write
+		if w == nil || w.At == nil {
+			continue
+		}
+		switch ok, when := releasable(p, margin); {
+		case ok && !when.After(now):
+			ready = append(ready, w.At.Time)
+			continue
+		case ok && (next.IsZero() || when.Before(next)):
+			next = when
+		}
+		if w.At.Time.Before(cut) {
+			cut = w.At.Time
+		}
+	}
+	at = was
+	for _, t := range ready {
+		if t.Before(cut) && !t.Before(at) {
+			at = t.Add(time.Microsecond)
+		}
+	}
+	return at, next
 }
 
 // Awaited reports whether the rollout waits for p: the rollout disrupted it
@@ -571,22 +663,19 @@ func (p Pod) Awaited() bool {
 	return !p.NodeLost && (p.Disrupting || (p.Updating && !p.Pending))
 }
 
-// backOf returns the write of p's record that says its last write is
-// back: recorded back when the pod is back but for a write that is a
-// disruption of its own (BackButOwed), settled when it is Back. A pod can
-// be both (a drifted sidecar counts as complete while its resize is owed):
-// recorded back, it keeps the resize it owes, which a settle would forget,
-// and that write, waiting for the record (HeldInFlight), goes next, taking
-// a slot of its own; the settle comes after it. Whatever a settle waits
-// for, this does not (settle).
-func backOf(p Pod) (PodUpdate, bool) {
+// backOf returns p's record saying that its last write is back: recorded
+// back when the pod is back but for a write that is a disruption of its
+// own (BackButOwed), released when it is Back. A pod can be both (a
+// drifted sidecar counts as complete while its resize is owed): recorded
+// back, it keeps the resize it owes, which a release would forget.
+func backOf(p Pod) (revision.SetState, bool) {
 	switch {
 	case p.BackButOwed:
-		return recordBackOf(p), true
+		return recordedBack(p.Record), true
 	case p.Back:
-		return settleOf(p), true
+		return releasedRecord(p.Record), true
 	}
-	return PodUpdate{}, false
+	return revision.SetState{}, false
 }
 
 // recordBackOf records that p is back but for a write that is a disruption
@@ -792,11 +881,6 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 	return u
 }
 
-// settleOf records p's last write, which is done, released (Pod.Back).
-func settleOf(p Pod) PodUpdate {
-	return PodUpdate{Pod: p.Key, Action: ActionSettle, State: releasedRecord(p.Record)}
-}
-
 // releasedRecord returns rec with its write moved to Released and every
 // container settled, so that a sidecar failing later is judged as any
 // running container, not as a write in flight.
@@ -832,10 +916,15 @@ func revertOf(p Pod) PodUpdate {
 	return u
 }
 
+// maxBetween is how many images of writes gone over in flight a record
+// keeps (ContainerState.Between).
+const maxBetween = 4
+
 // written1 records, for a write into c, the container that runs before it.
 // When the last write of c is still in flight, the container that ran before
 // that write is kept: it is the last one known to run a written image, and
-// the kubelet may not have acted on the write in between (A→B→A). A write
+// the kubelet may not have acted on the write in between (A→B→A); the image
+// of that write is kept in Between. A write
 // whose image runs and whose resize alone is owed or held is not in flight
 // so: the container running now is the one the new write replaces, and
 // judging by the one before would take that write for done at once. Over a
@@ -851,12 +940,17 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 			// is the one to see replaced.
 			rc.PreviousContainerID = c.ContainerID
 		}
+		if !slices.Contains(rc.Between, c.Image) {
+			rc.Between = append(rc.Between, c.Image)
+			rc.Between = rc.Between[max(0, len(rc.Between)-maxBetween):]
+		}
 		return rc
 	}
 	rc.PreviousContainerID = c.ContainerID
 	rc.PreviousImageID = c.ImageID
 	rc.PreviousImage = ""
 	rc.NoneRan = c.ContainerID == ""
+	rc.Between = nil
 	// Started from the image written now: as the last one written, or,
 	// under a hand edit the status does not show apart from it (a pin of
 	// the content it runs), as the image recorded. If the kubelet keeps it,
@@ -877,7 +971,7 @@ func (c Container) imageComplete() bool {
 // settled forgets the previous container of a complete one, and its resize.
 func settled(rc revision.ContainerState) revision.ContainerState {
 	rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage, rc.NoneRan = "", "", "", false
-	rc.Resized, rc.Resources = false, nil
+	rc.Between, rc.Resized, rc.Resources = nil, false, nil
 	return rc
 }
 

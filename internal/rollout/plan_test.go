@@ -387,12 +387,12 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
-			// Settles of recent writes wait until the rollout is complete:
-			// beside its updates they took half the apiserver's writes.
-			name:     "maxUnavailable 1, p01 back: p02 goes, and p01 is recorded released beside it",
+			// A pod back needs no write of its own: the set's
+			// releasedBefore passes its write (ReleasedBefore).
+			name:     "maxUnavailable 1, p01 back: p02 goes, and p01 is not written",
 			pods:     fleet(12, each([]opt{updated, disrupted}, "p01")),
 			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p02", "p01 Settle"}, held(HeldByMaxUnavailable, podRange(3, 12))},
+			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
 			// Found by TestModel: a pod back but for its resize waited for
@@ -502,18 +502,16 @@ func TestNext(t *testing.T) {
 			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, podRange(3, 12))},
 		},
 		{
-			// Paused, p01 failing would still be the rollout's: its
-			// settle waits until the rollout is complete.
-			name:     "paused: a pod back is recorded released all the same",
+			name:     "paused: a pod back is not written",
 			pods:     fleet(3, each([]opt{updated, disrupted}, "p01")),
 			strategy: func() v1alpha1.UpdateStrategy { s := strategy("0", "1"); s.Paused = true; return s }(),
-			want:     outcome{[]string{"p01 Settle"}, held(HeldPaused, "p02", "p03")},
+			want:     outcome{nil, held(HeldPaused, "p02", "p03")},
 		},
 		{
-			name:     "NotUpdate: a pod back is settled, as nothing is due",
+			name:     "NotUpdate: a pod back is not written",
 			pods:     fleet(3, each([]opt{updated, disrupted}, "p01")),
 			strategy: func() v1alpha1.UpdateStrategy { s := strategy("0", "1"); s.Type = v1alpha1.NotUpdateStrategy; return s }(),
-			want:     outcome{[]string{"p01 Settle"}, held(HeldNotUpdate, "p02", "p03")},
+			want:     outcome{nil, held(HeldNotUpdate, "p02", "p03")},
 		},
 		{
 			name:     "maxUnavailable 3, budget db/web over p01..p03 allows 1",
@@ -565,6 +563,15 @@ func TestNext(t *testing.T) {
 			budgets:  map[types.NamespacedName][]Budget{key("p01"): dbWebSpent, key("p02"): dbWebSpent, key("p03"): dbWebSpent},
 			want: outcome{[]string{"p04", "p05", "p06"}, held(
 				HeldByOtherRollout, "p01", HeldByDisruptionBudget, "p02", "p03", HeldByMaxUnavailable, podRange(7, 12))},
+		},
+		{
+			// Still Ready, but the other set's write is in flight: the
+			// kubelet is about to take it down, and that set would release
+			// it on the Ready it still shows (-rapid.seed=1591172309375597795).
+			name:     "maxUnavailable 1, p01 ready, another set's write into it in flight: it waits",
+			pods:     fleet(3, each([]opt{disruptedByOthers, serving}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p02"}, held(HeldByOtherRollout, "p01", HeldByMaxUnavailable, "p03")},
 		},
 		{
 			name:     "maxUnavailable 1, p01 down for another set: it waits, the others go as usual",
@@ -941,6 +948,25 @@ func TestDisruptionKept(t *testing.T) {
 			t.Errorf("rewrite of p01: Disrupts %v, Write %+v; want no new disruption and the old one kept", u.Disrupts, u.State.Write)
 		}
 	})
+	t.Run("a write over one in flight says so, and keeps the container before both", func(t *testing.T) {
+		// The kubelet may start the container of the image in between
+		// before the one written now (-rapid.seed=12650358155861014381).
+		p := mk("p01", updating, notReady)
+		p.Updated = false
+		p.Containers[0].Running = false
+		before := p.Record.Containers[0].PreviousContainerID
+		v3 := NewLatest(testSet("exporter:v3"))
+		plan, err := Next(Input{Latest: v3, Pods: []Pod{p}, Strategy: strategy("0", "1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Updates) != 1 {
+			t.Fatalf("Updates = %+v, want p01's", plan.Updates)
+		}
+		if rc := plan.Updates[0].State.Containers[0]; !slices.Equal(rc.Between, []string{"exporter:v2"}) || rc.PreviousContainerID != before {
+			t.Errorf("record %+v; want Between [exporter:v2] and PreviousContainerID %q", rc, before)
+		}
+	})
 	t.Run("a write in flight whose container runs is not written over", func(t *testing.T) {
 		// Written over now, the kubelet's first status of the new spec
 		// could show the container of the write in flight running and
@@ -992,7 +1018,7 @@ func TestDisruptionKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"p02", "p01 Settle"}, outcomeOf(plan).Updates); diff != "" {
+		if diff := cmp.Diff([]string{"p02"}, outcomeOf(plan).Updates); diff != "" {
 			t.Errorf("Updates (-want +got):\n%s", diff)
 		}
 	})

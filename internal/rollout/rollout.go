@@ -7,7 +7,8 @@
 //	disrupting  written while Ready, and not yet Ready past minReadySeconds with every
 //	            written sidecar complete: it holds one slot of maxUnavailable and one
 //	            disruption of each of its PodDisruptionBudgets
-//	back        the last write is complete and the pod released; a settle records it released
+//	back        the last write is complete and the pod released; the set's status.releasedBefore
+//	            passes the write once every earlier write is back, and the record reads released
 //	again       released, and failed since: counted against maxUnavailable, holding no slot
 //	due         not on the latest revision, and the partition lets it move now
 //	held        has a write to make that a hold keeps back (holdChain), and says why
@@ -77,6 +78,9 @@ type Latest struct {
 	// disrupted until it has been Ready for its write's minReadySeconds by
 	// then. The caller sets it; zero releases no pod that waits for one.
 	Now time.Time
+	// ReleasedBefore is the set's status.releasedBefore: a record whose
+	// write was made before it is read as released (ReleasedBefore).
+	ReleasedBefore time.Time
 }
 
 // NewLatest returns the latest revision of set.
@@ -101,7 +105,7 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 			}
 		}
 	}
-	return Latest{
+	l := Latest{
 		Name:                  revision.Name(set.Name, spec),
 		Hash:                  revision.Hash(spec),
 		ImagelessHash:         revision.ImagelessHash(spec),
@@ -111,6 +115,10 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 		Hot:                   hot,
 		MinReadySeconds:       ptr.Deref(spec.UpdateStrategy.MinReadySeconds, 0),
 	}
+	if w := set.Status.ReleasedBefore; w != nil {
+		l.ReleasedBefore = w.Time
+	}
+	return l
 }
 
 // Active reports whether pod takes part in a rollout: it is neither being

@@ -110,9 +110,7 @@ func (x *sim) tick() bool {
 		if u.Disrupts {
 			wasReady++
 		}
-		if u.Action != ActionSettle {
-			wrote = append(wrote, u.Pod.Name)
-		}
+		wrote = append(wrote, u.Pod.Name)
 	}
 	// Counted here rather than taken from plan.Scope, to check Next
 	// against the rule and not against itself.
@@ -133,9 +131,7 @@ func (x *sim) tick() bool {
 					x.before(pod, u)
 				}
 				applyUpdate(pod, u)
-				if u.Action != ActionSettle {
-					x.phase[pod.Name] = 1
-				}
+				x.phase[pod.Name] = 1
 			}
 		}
 	}

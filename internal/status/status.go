@@ -77,6 +77,9 @@ type Input struct {
 	// Previous is the status the set carries now; its lastProgressTime is
 	// where the progress deadline runs from.
 	Previous v1alpha1.SidecarSetStatus
+	// ReleasedBefore is the set's status.releasedBefore after this
+	// reconcile (rollout.ReleasedBefore); zero keeps Previous's.
+	ReleasedBefore time.Time
 	// Now is the current time.
 	Now metav1.Time
 }
@@ -125,7 +128,7 @@ type Result struct {
 //   - updatedPods or updatedReadyPods grew since the previous status (not
 //     readyPods: pods flapping, or new pods of a scale-up, are no progress
 //     of the rollout);
-//   - the plan writes a pod (a settle, which only writes a record, does not
+//   - the plan writes a pod (a write of the record alone does not
 //     count). A plan never writes the same pod twice for the same reason (once written it is updated, or no longer drifted), so a
 //     non-empty plan means the planned set changed.
 //
@@ -260,6 +263,10 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 		UnmanagedPods:      in.Unmanaged,
 		SkippedPods:        in.Skipped,
 		CompletedRevision:  in.Previous.CompletedRevision,
+		ReleasedBefore:     in.Previous.ReleasedBefore,
+	}
+	if !in.ReleasedBefore.IsZero() {
+		st.ReleasedBefore = new(metav1.NewMicroTime(in.ReleasedBefore))
 	}
 	byOthers := make(map[types.NamespacedName]bool)
 	otherRollout := make(map[types.NamespacedName]bool)
@@ -380,8 +387,8 @@ func leftOver(pods []rollout.Pod, sc rollout.Scope, c counts) string {
 	return ""
 }
 
-// movesPods reports whether updates move a pod: settling a record is
-// bookkeeping, and a plan of settles alone is no progress.
+// movesPods reports whether updates move a pod: a write of the record
+// alone is bookkeeping, and a plan of those alone is no progress.
 func movesPods(updates []rollout.PodUpdate) bool {
 	for _, u := range updates {
 		if !u.RecordOnly() {
@@ -458,7 +465,7 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 		parts = append(parts, fmt.Sprintf("%d held by a PodDisruptionBudget", n))
 	}
 	if n := heldBy(held, rollout.HeldByOtherRollout); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d down for the rollout of SidecarSet %s", n, strings.Join(c.otherSets, ", ")))
+		parts = append(parts, fmt.Sprintf("%d held for the rollout of SidecarSet %s", n, strings.Join(c.otherSets, ", ")))
 	}
 	if c.nodeLost > 0 {
 		parts = append(parts, fmt.Sprintf("%d on nodes that are not Ready", c.nodeLost))
@@ -501,8 +508,13 @@ func Equal(a, b v1alpha1.SidecarSetStatus) bool {
 		(a.LastProgressTime != nil && !a.LastProgressTime.Equal(b.LastProgressTime)) {
 		return false
 	}
+	if (a.ReleasedBefore == nil) != (b.ReleasedBefore == nil) ||
+		(a.ReleasedBefore != nil && !a.ReleasedBefore.Equal(b.ReleasedBefore)) {
+		return false
+	}
 	a.Conditions, b.Conditions = nil, nil
 	a.LastProgressTime, b.LastProgressTime = nil, nil
+	a.ReleasedBefore, b.ReleasedBefore = nil, nil
 	// injection is decided and written on its own (Injection).
 	a.Injection, b.Injection = nil, nil
 	return reflect.DeepEqual(a, b)

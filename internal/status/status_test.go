@@ -553,9 +553,9 @@ func TestCompute(t *testing.T) {
 			lastProgress: ago(2 * time.Hour),
 			want: Result{
 				Status: statusOf(2, 0, 0, 0, conds(
-					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 2 down for the rollout of SidecarSet other", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 down for the rollout of SidecarSet other", hourAgo},
-					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 down for the rollout of SidecarSet other", hourAgo})),
+					cond{yes, ReasonUpdating, "0 of 2 pods updated and ready; 2 held for the rollout of SidecarSet other", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 held for the rollout of SidecarSet other", hourAgo},
+					cond{no, ReasonUpdating, "0 of 2 pods updated and ready; 2 held for the rollout of SidecarSet other", hourAgo})),
 			},
 		},
 		{

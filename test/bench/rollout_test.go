@@ -28,7 +28,6 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/bench"
-	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/stack"
 	"github.com/sidecarset/sidecarset/internal/testenv"
 )
@@ -279,39 +278,6 @@ func (h *rolloutHarness) controllerRollout(ctx context.Context, p *bench.Rollout
 	}
 	p.Seconds = time.Since(start).Seconds()
 	p.Progress = progress.final(int(last.UpdatedPods), int(last.UpdatedReadyPods))
-	// The settles the controller writes after its status says Complete
-	// are this phase's writes: waited for, they load no other phase.
-	if err := h.waitSettled(ctx); err != nil {
-		return err
-	}
-	p.SettledSeconds = time.Since(start).Seconds()
-	return nil
-}
-
-// waitSettled waits, within phaseTimeout, until no pod's record of the
-// SidecarSet holds a write: every pod the rollout wrote is settled.
-func (h *rolloutHarness) waitSettled(ctx context.Context) error {
-	var unsettled int
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, phaseTimeout, true, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := h.admin.List(ctx, &pods, client.InNamespace(rolloutNamespace)); err != nil {
-			return false, err
-		}
-		unsettled = 0
-		for _, pod := range pods.Items {
-			state, err := revision.Decode(pod.Annotations)
-			if err != nil {
-				return false, fmt.Errorf("pod %s: %w", pod.Name, err)
-			}
-			if state[rolloutSet].Write != nil {
-				unsettled++
-			}
-		}
-		return unsettled == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for every pod's record to be settled (%d not yet): %w", unsettled, err)
-	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/manager"
+	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
 // TestLastReleaseBeside: a manager of this release beside one of the last
@@ -98,7 +99,7 @@ func (f *testFixture) finishedBeside(who string, world *podWorld, pods int32, ma
 		t.Errorf("%s: %d pods not Ready at once (%s), more than maxUnavailable %d", who, world.maxNotReady, world.worst, maxUnavailable)
 	}
 	world.assertRolled(t, f, image, restarts)
-	// The rollout over, a settle may still land; then nothing moves.
+	// The rollout over, nothing moves: a release writes no pod.
 	time.Sleep(2 * time.Second)
 	before := map[string]string{}
 	for _, p := range f.Pods() {
@@ -150,6 +151,14 @@ func TestRollbackAfterRollout(t *testing.T) {
 		return fixture.Complete(pods)(s) && fixture.CountImage(f.Pods(), "exporter:v2") == pods
 	})
 
+	// Released: the set's releasedBefore passes p01's write, which it
+	// writes into p01's record once p01 is down, for the last release to
+	// read.
+	f.WaitSetFor(3*time.Minute, "releasedBefore past p01's write", func(s *v1alpha1.SidecarSet) bool {
+		state, _ := revision.Decode(f.Pod("p01").Annotations)
+		w := state[f.Set].Write
+		return w == nil || s.Status.ReleasedBefore != nil && w.At != nil && w.At.Before(s.Status.ReleasedBefore)
+	})
 	down := f.Pod("p01")
 	for i := range down.Spec.Containers {
 		if down.Spec.Containers[i].Name == fixture.AppContainer {
@@ -159,7 +168,10 @@ func TestRollbackAfterRollout(t *testing.T) {
 	if err := f.Client.Update(t.Context(), down); err != nil {
 		t.Fatal(err)
 	}
-	f.WaitPods("p01 not Ready", func(ps []corev1.Pod) bool { return !fixture.PodReady(&ps[0]) })
+	f.WaitPods("p01 not Ready, its record written released", func(ps []corev1.Pod) bool {
+		state, _ := revision.Decode(ps[0].Annotations)
+		return !fixture.PodReady(&ps[0]) && state[f.Set].Write == nil && state[f.Set].Released != nil
+	})
 
 	cluster.ManagerProcessOf(t, bin, "--shutdown-drain=0s")
 	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = image })

@@ -18,6 +18,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/metrics"
+	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
 // TestMetrics scrapes the /metrics endpoint of the sidecarset-manager
@@ -112,6 +113,18 @@ func TestMetrics(t *testing.T) {
 	t.Logf("%s{state=updated_ready} on the new revision: %v; update durations: %v in %.1fs", metrics.PodsName, steps,
 		m.value(metrics.PodUpdateDurationName+"_count", of()), m.value(metrics.PodUpdateDurationName+"_sum", of()))
 
+	// Each manager observes a write once, and its successor one it does
+	// not read as released: let the set's releasedBefore pass the writes
+	// of this rollout first.
+	f.WaitSetFor(3*time.Minute, "releasedBefore past every write", func(s *v1alpha1.SidecarSet) bool {
+		for _, p := range f.Pods() {
+			state, _ := revision.Decode(p.Annotations)
+			if w := state[f.Set].Write; w != nil && (s.Status.ReleasedBefore == nil || w.At == nil || !w.At.Before(s.Status.ReleasedBefore)) {
+				return false
+			}
+		}
+		return true
+	})
 	// The manager killed after its first write of a rollout, before that
 	// pod is back: its successor, leading once the dead one's Lease
 	// expired (15s), observes the pod's update from the time the write's
