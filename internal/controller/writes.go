@@ -168,9 +168,9 @@ func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
 // only once it fails to renew it; a write it started before then must not
 // land after another manager took over and listed the pods, which would
 // decide without it: the manager keeps this below the time between the
-// last renewal a leader may miss and the takeover (manager.LeaseDuration
-// less manager.RenewDeadline).
-const WriteTimeout = 4 * time.Second
+// moment a leader gives up and the takeover (manager.LeaseDuration less
+// manager.RetryPeriod and manager.RenewDeadline: 3 s).
+const WriteTimeout = 2500 * time.Millisecond
 
 // stepMessage tells what one reconcile's updates wrote: the revision, and
 // the pods by namespace/name, as many as the message holds (podList).

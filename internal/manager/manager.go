@@ -104,14 +104,16 @@ type Options struct {
 // which replicas elect the one that runs the controllers.
 const LeaderElectionID = "sidecarset-manager.sidecarset.dev"
 
-// LeaseDuration and RenewDeadline are client-go's defaults, set here so that
-// controller.WriteTimeout is seen to stay below their difference: a leader
-// gives up within RenewDeadline of its last renewal, another may take over
-// LeaseDuration after it, and a pod write the old leader started in between
-// ends before that.
+// LeaseDuration, RenewDeadline and RetryPeriod are client-go's defaults,
+// set here so that controller.WriteTimeout is seen to stay within them. A
+// leader tries to renew RetryPeriod after its last renewal and gives up
+// RenewDeadline later; another may take over LeaseDuration after that last
+// renewal. A pod write the old leader started before giving up must end
+// before the takeover.
 const (
 	LeaseDuration = 15 * time.Second
 	RenewDeadline = 10 * time.Second
+	RetryPeriod   = 2 * time.Second
 )
 
 // DefaultOptions returns the options the binary starts from.
@@ -183,6 +185,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace: opts.Namespace,
 		LeaseDuration:           ptr.To(LeaseDuration),
 		RenewDeadline:           ptr.To(RenewDeadline),
+		RetryPeriod:             ptr.To(RetryPeriod),
 		// The manager's process ends when the manager does, so it may give
 		// the lease up at once: a restarted or replaced manager takes over
 		// without waiting for the lease to expire.
