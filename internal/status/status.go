@@ -107,7 +107,9 @@ type Result struct {
 // the partition lets move (Plan.Due), pods it disrupted that are not back
 // (rollout.Pod.Disrupting), and writes not complete yet in pods that run
 // (rollout.Pod.Updating, not Pending); a pod the rollout restarted counts
-// as disrupted until it has been Ready for minReadySeconds. What is not
+// as disrupted until it has been Ready for minReadySeconds, and a pod it
+// wrote while not ready, Ready now, is waited for until then too (it is
+// released by itself, no failure of the rollout). What is not
 // rollout work is reported, never waited on nor stalled on: pods that are
 // not ready for reasons of their own (a crash-looping app, a pod written
 // while not ready that stays so, a new pod still Pending), pods that are not
@@ -174,6 +176,7 @@ type Result struct {
 //	                                                        released, and its failure is not waited for
 //	partition 0, 12 updated, 2 of them written while not
 //	  ready and still not ready                          → Complete False PodsNotReady "10 of 12 pods updated and ready; 2 updated but not ready"
+//	same, the 2 ready now for less than minReadySeconds  → Progressing True PodsUpdating: they come back by themselves
 //
 // Conditions are set with meta.SetStatusCondition on a copy of the previous
 // ones: LastTransitionTime moves only when a condition's status changes, and
@@ -186,7 +189,7 @@ func Compute(in Input) Result {
 	notUpdate := in.Strategy.Type == v1alpha1.NotUpdateStrategy
 	active := !notUpdate && !in.Strategy.Paused
 	// Due pods on lost nodes are not waited for: they go when it is back.
-	work := c.inFlight > 0 || (!notUpdate && in.Plan.Due > c.nodeLost)
+	work := c.inFlight > 0 || c.returning > 0 || (!notUpdate && in.Plan.Due > c.nodeLost)
 	left := leftOver(in.Pods, sc, c)
 	complete := !work && (notUpdate || left == "")
 	// Due pods that others alone hold, in flight or not, are no failure.
@@ -297,6 +300,7 @@ func count(in Input) (st v1alpha1.SidecarSetStatus, c counts, failing, heldByOth
 			c.updatedNotReady++
 		case p.Updated && !p.Available:
 			c.minReady++
+			c.returning += int(one(p.Record.Write != nil && !p.ReleaseAt.IsZero()))
 		}
 		if p.Awaited() {
 			c.inFlight++
@@ -415,8 +419,9 @@ type counts struct {
 	// revision, complete, not ready.
 	updating, updatedNotReady int
 	// minReady: on the latest revision, ready, not for minReadySeconds
-	// yet.
-	minReady int
+	// yet; returning: those of them back from a write of the rollout that
+	// is still open, which will be released by themselves.
+	minReady, returning int
 	// inFlight: pods the rollout waits for (disrupted, or running with a
 	// write not complete).
 	inFlight int

@@ -464,6 +464,25 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// Defect: a pod written while not ready that turned ready and
+			// waits out minReadySeconds said PodsNotReady, and status -w
+			// exited seconds before the set said Complete. It comes back
+			// by itself: the rollout is progressing.
+			name: "a pod back from its write within minReadySeconds is progress",
+			pods: func() []rollout.Pod {
+				ps := fleet(3, mix{UpdatedReady: 3})
+				ps[2].Available, ps[2].ReleaseAt = false, now.Add(3*time.Second)
+				ps[2].Record.Write = &revision.Write{At: new(metav1.NewMicroTime(now.Add(-time.Minute))), MinReadySeconds: 10}
+				return ps
+			}(),
+			strategy:     rolling("0"),
+			previous:     statusOf(3, 3, 3, 2, progressing),
+			lastProgress: ago(time.Hour),
+			want: Result{
+				Status: statusOf(3, 3, 3, 2, updatingConds("2 of 3 pods updated and ready; 1 ready for less than minReadySeconds")),
+			},
+		},
+		{
 			// Defect: a pod on a lost node was written, never acted on,
 			// and the rollout stalled and paused itself.
 			name: "a due pod on a lost node is not waited on, and keeps it from completing",
