@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -139,9 +142,26 @@ func (v *SidecarSetValidator) ValidateDelete(context.Context, *v1alpha1.SidecarS
 	return nil, nil
 }
 
+// listBackoff retries a list of the other sets that failed transiently: 4
+// tries within about a second, well inside the 5 s the apiserver gives the
+// webhook call. One failed list would otherwise refuse the user's change.
+var listBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4}
+
+// transientList reports whether a list that failed with err may succeed when
+// tried again at once: the apiserver was busy, timed out or failed inside.
+// A refusal (forbidden, not found) is final.
+func transientList(err error) bool {
+	var status apierrors.APIStatus
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		(errors.As(err, &status) && status.Status().Code >= http.StatusInternalServerError)
+}
+
 func (v *SidecarSetValidator) others(ctx context.Context, name string) ([]*v1alpha1.SidecarSet, error) {
 	var list v1alpha1.SidecarSetList
-	if err := v.Reader.List(ctx, &list); err != nil {
+	err := retry.OnError(listBackoff, transientList, func() error {
+		return v.Reader.List(ctx, &list)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list SidecarSets: %w", err)
 	}
 	others := make([]*v1alpha1.SidecarSet, 0, len(list.Items))
