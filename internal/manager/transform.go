@@ -26,7 +26,8 @@ import (
 //   - of the other containers, in a pod with records, the name and the cpu
 //     and memory alone: whether a resize would change the pod's QoS class
 //     is judged over every container;
-//   - pod-level resources, when set, and the QoS class;
+//   - pod-level resources, when set, the QoS class and
+//     terminationGracePeriodSeconds;
 //   - phase, the generation the kubelet observed (completion rests on it),
 //     Ready's status and last transition, the resize conditions and this
 //     project's own pod conditions in full.
@@ -79,9 +80,10 @@ func slimPod(obj any) (any, error) {
 			Annotations:       internMap(pod.Annotations, ownAnnotation),
 		},
 		Spec: corev1.PodSpec{
-			NodeName:       intern(pod.Spec.NodeName),
-			InitContainers: slimContainers(pod.Spec.InitContainers, keep),
-			Containers:     slimContainers(pod.Spec.Containers, keep),
+			NodeName:                      intern(pod.Spec.NodeName),
+			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds,
+			InitContainers:                slimContainers(pod.Spec.InitContainers, keep),
+			Containers:                    slimContainers(pod.Spec.Containers, keep),
 		},
 		Status: corev1.PodStatus{
 			QOSClass:              corev1.PodQOSClass(intern(string(pod.Status.QOSClass))),

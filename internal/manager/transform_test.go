@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -66,8 +67,9 @@ func fullPod() *corev1.Pod {
 				{Name: "mysql", Image: "mysql:8", Command: []string{"mysqld"}, Resources: mysqlResources,
 					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}}},
 			},
-			Volumes:  []corev1.Volume{{Name: "data"}},
-			Hostname: "db-0",
+			Volumes:                       []corev1.Volume{{Name: "data"}},
+			Hostname:                      "db-0",
+			TerminationGracePeriodSeconds: ptr.To[int64](45),
 		},
 		Status: corev1.PodStatus{
 			Phase:              corev1.PodRunning,
@@ -107,8 +109,9 @@ func slimOf() *corev1.Pod {
 			Annotations: map[string]string{"sidecarset.dev/state": record, "sidecarset.dev/injected": "a"},
 		},
 		Spec: corev1.PodSpec{
-			NodeName:       "n1",
-			InitContainers: []corev1.Container{{Name: "shipper", Image: "shipper:1", RestartPolicy: &native}},
+			NodeName:                      "n1",
+			TerminationGracePeriodSeconds: ptr.To[int64](45),
+			InitContainers:                []corev1.Container{{Name: "shipper", Image: "shipper:1", RestartPolicy: &native}},
 			Containers: []corev1.Container{
 				{Name: "exporter", Image: "exporter:1", Resources: exporterSlim},
 				{Name: "mysql", Resources: mysqlResources},
@@ -141,7 +144,7 @@ func TestSlimPod(t *testing.T) {
 		edit, want func(*corev1.Pod)
 	}{{
 		// Dropped: managed fields, owners, finalizers, foreign annotations,
-		// volumes, hostname, the app container's status and all of it but
+		// volumes, hostname (not terminationGracePeriodSeconds), the app container's status and all of it but
 		// its name and cpu and memory, every sidecar field but name, image,
 		// restart policy and cpu and memory, every status field but name,
 		// image, imageID, containerID, state (a running one with its start)

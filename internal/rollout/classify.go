@@ -322,7 +322,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		if p.PodReady {
 			p.BackAt = releaseTime(pod, rec.Containers, w.MinReadySeconds)
 		}
-		if p.PodReady && w.MinReadySeconds > 0 && latest.Now.Before(p.BackAt) {
+		if p.PodReady && latest.Now.Before(p.BackAt) {
 			p.ReleaseAt = p.BackAt
 		}
 	}
@@ -530,6 +530,8 @@ func (p *Pod) judgeDisruption(w progress) {
 //	Ready since 12:00:10, sidecar started 12:00:05 → 12:00:20
 //	Ready since 12:00:10, sidecar started 12:00:25 → 12:00:35 (it restarted)
 //	sidecar started 12:00:25, minReadySeconds 0    → 12:00:25 (what Classify asks of a pod not Ready)
+//	sidecar started 12:00:25 running the old content
+//	  under its old name (mayBeOld), grace 30s       → 12:01:15 (12:00:25 + 30s + 10s + 10s)
 func releaseTime(pod *corev1.Pod, recorded []revision.ContainerState, minReadySeconds int32) time.Time {
 	var since time.Time
 	later := func(t metav1.Time) {
@@ -551,10 +553,38 @@ func releaseTime(pod *corev1.Pod, recorded []revision.ContainerState, minReadySe
 			continue
 		}
 		if st := containerStatus(pod, rc.Name, init); st.State.Running != nil {
-			later(st.State.Running.StartedAt)
+			start := st.State.Running.StartedAt
+			if mayBeOld(rc, st) {
+				start = metav1.NewTime(start.Add(stopTime(pod)))
+			}
+			later(start)
 		}
 	}
 	return since.Add(time.Duration(max(0, minReadySeconds)) * time.Second)
+}
+
+// mayBeOld reports whether a new running container of a sidecar written
+// in place may be the old one, crashed and started again from the spec
+// before the write: the kubelet publishes a sync's status, at the write's
+// generation, before it acts on the written spec, and then stops that
+// container. It runs the content the write replaced under another name
+// than the one written (a tag of the same content reads the same).
+func mayBeOld(rc revision.ContainerState, st corev1.ContainerStatus) bool {
+	return rc.PreviousContainerID != "" && st.ContainerID != rc.PreviousContainerID &&
+		rc.PreviousImage != rc.Image && rc.PreviousImageID != "" &&
+		sameImageID(st.ImageID, rc.PreviousImageID) && !runsImage(st, rc.Image)
+}
+
+// stopTime is how long after its start a container that mayBeOld counts
+// as started: by then the kubelet has acted on the write and stopped the
+// old one, which takes it up to the pod's terminationGracePeriodSeconds
+// (30 unless set) and a moment to begin.
+func stopTime(pod *corev1.Pod) time.Duration {
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = max(0, *g)
+	}
+	return time.Duration(grace)*time.Second + 10*time.Second
 }
 
 // owes reports whether the resize of the named sidecar is owed.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
@@ -599,43 +600,57 @@ func TestReleased(t *testing.T) {
 // sync's status, at the write's generation, before it acts on the written
 // spec; if the old sidecar crashed meanwhile, that status shows it
 // restarted (a new containerID, the old image) and the pod Ready. The
-// containerID alone took that for the update done, freed the slot, and the
-// kubelet then restarted the pod's sidecar beside the next pod's. With
-// minReadySeconds the pod holds its slot until its sidecar has run that
-// long, which the kubelet's restart for the write cuts short. With 0 the
-// status cannot tell that container from the write's when the written tag
-// shares the old content (the runtime names and identifies both as the
-// old image), and such a write must complete.
+// containerID alone took that for the update done and freed the slot; the
+// kubelet then restarted the pod's sidecar beside the next pod's. Counting
+// minReadySeconds from that container's start is not enough either: the
+// kubelet may take the pod's terminationGracePeriodSeconds to stop it. A
+// new container that runs the old content under another name than the one
+// written counts as started grace+10s later; the status cannot tell it
+// from the write's container of a tag that shares the old content, which
+// is therefore released that much later too.
 func TestOldSidecarRestartedBeforeTheKubeletActs(t *testing.T) {
 	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name            string
 		minReadySeconds int32
-		wantDisrupting  bool
+		grace           *int64
+		// running is the sidecar's new container, started 2s after the
+		// write; now is how long after the write Classify runs.
+		running corev1.ContainerStatus
+		now     time.Duration
+		// wantReleaseAt, after the write; zero: released.
+		wantReleaseAt time.Duration
 	}{
-		{"minReadySeconds 10: the slot stays held", 10, true},
-		{"minReadySeconds 0: released at once (the gap minReadySeconds closes)", 0, false},
+		{"minReadySeconds 10: held past the grace period", 10, nil, running("exporter", "exporter:v1"), 3 * time.Second, 52 * time.Second},
+		{"minReadySeconds 0: held as long", 0, nil, running("exporter", "exporter:v1"), 3 * time.Second, 42 * time.Second},
+		{"a grace period of 5s", 0, ptr.To[int64](5), running("exporter", "exporter:v1"), 3 * time.Second, 17 * time.Second},
+		{"released once that has passed", 0, nil, running("exporter", "exporter:v1"), 43 * time.Second, 0},
+		{"the written image's own container: released", 0, nil, running("exporter", "exporter:v2"), 3 * time.Second, 0},
+		{"a tag of the old content the runtime names as written: released", 0, nil, runningAs("exporter:v2", "exporter:v1"), 3 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			latest := NewLatest(v2)
 			pod := writtenPod(t, v1, latest)
+			pod.Spec.TerminationGracePeriodSeconds = tc.grace
 			rec := record(pod)
 			rec.Write.At, rec.Write.MinReadySeconds = &metav1.MicroTime{Time: at}, tc.minReadySeconds
 			setRecord(pod, rec)
-			// The old sidecar crashed and was started again, from the old
-			// spec, 2s after the write; the kubelet has seen the write.
-			restarted := running("exporter", "exporter:v1")
-			restarted.ContainerID = "containerd://exporter-crashed"
+			restarted := tc.running
+			restarted.ContainerID = "containerd://exporter-2"
 			restarted.State.Running.StartedAt = metav1.NewTime(at.Add(2 * time.Second))
 			pod.Status.ContainerStatuses[1] = restarted
 			pod.Status.ObservedGeneration = pod.Generation
 			setReady(pod, true)
 			pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at.Add(2 * time.Second))
-			latest.Now = at.Add(3 * time.Second)
+			latest.Now = at.Add(tc.now)
 			p := Classify(pod, record(pod), latest)
-			if p.Disrupting != tc.wantDisrupting || p.Back == tc.wantDisrupting {
-				t.Errorf("Disrupting %v, Back %v; want Disrupting %v", p.Disrupting, p.Back, tc.wantDisrupting)
+			held := tc.wantReleaseAt != 0
+			if want := at.Add(tc.wantReleaseAt); held && !p.ReleaseAt.Equal(want) || !held && !p.ReleaseAt.IsZero() {
+				t.Errorf("ReleaseAt = %v, want %v after the write (0: none)", p.ReleaseAt.Sub(at), tc.wantReleaseAt)
+			}
+			if p.Disrupting != held || p.Back == held {
+				t.Errorf("Disrupting %v, Back %v; want Disrupting %v", p.Disrupting, p.Back, held)
 			}
 		})
 	}
