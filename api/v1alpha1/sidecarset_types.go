@@ -62,6 +62,12 @@ const (
 	// something changed that a running pod cannot take (beyond images and
 	// the cpu and memory the apiserver resizes), which needs a new pod.
 	ReasonUpdateImmutableField = "UpdateImmutableField"
+	// DefaultMinReadySeconds is updateStrategy.minReadySeconds when unset:
+	// the schema's default, and what a set read through a CRD older than
+	// the field (which prunes it) means. It covers a new sidecar image
+	// that crashes or fails its first probes within seconds of starting,
+	// the commonest failure of a sidecar rollout, at 10 s per step.
+	DefaultMinReadySeconds int32 = 10
 )
 
 // Condition types of a SidecarSet.

@@ -46,7 +46,7 @@ import (
 func SetWarnings(set *v1alpha1.SidecarSet) []string {
 	var out []string
 	spec := field.NewPath("spec")
-	minReady := ptr.Deref(set.Spec.UpdateStrategy.MinReadySeconds, 0)
+	minReady := ptr.Deref(set.Spec.UpdateStrategy.MinReadySeconds, v1alpha1.DefaultMinReadySeconds)
 	for i := range set.Spec.Containers {
 		out = appendContainerWarnings(out, spec.Child("containers").Index(i), &set.Spec.Containers[i], true, minReady)
 	}

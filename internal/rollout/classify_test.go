@@ -242,6 +242,11 @@ func TestNewLatest(t *testing.T) {
 	if got.Name != setName+"-"+got.Hash {
 		t.Errorf("Name = %q, want the set's name and the hash", got.Name)
 	}
+	// Read through a CRD older than the field, which prunes its default.
+	set.Spec.UpdateStrategy.MinReadySeconds = nil
+	if got := NewLatest(set).MinReadySeconds; got != v1alpha1.DefaultMinReadySeconds {
+		t.Errorf("MinReadySeconds unset = %d, want the default %d", got, v1alpha1.DefaultMinReadySeconds)
+	}
 }
 
 func TestActive(t *testing.T) {

@@ -37,6 +37,7 @@ func testSet(image string) *v1alpha1.SidecarSet {
 		Selector(map[string]string{"app": "db"}).
 		Container("exporter", image).
 		InitContainers(testutil.Container("shipper", "fluent-bit:3.1").RestartAlways().Sidecar("")).
+		MinReadySeconds(0).
 		Obj()
 }
 

@@ -96,7 +96,7 @@ func TestHotStep(t *testing.T) {
 // hotSet declares "proxy" upgraded hot, idling on empty:1.
 func hotSet(image string) *v1alpha1.SidecarSet {
 	return testutil.SidecarSet(setName).Selector(map[string]string{"app": "db"}).
-		HotContainer("proxy", image, "empty:1").Obj()
+		HotContainer("proxy", image, "empty:1").MinReadySeconds(0).Obj()
 }
 
 // newHotSim injects hotSet(proxy:v1) into n running, ready pods with the

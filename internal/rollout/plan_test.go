@@ -211,7 +211,7 @@ func intOrPercent(s string) *intstr.IntOrString {
 }
 
 func strategy(partition, maxUnavailable string) v1alpha1.UpdateStrategy {
-	return v1alpha1.UpdateStrategy{Partition: intOrPercent(partition), MaxUnavailable: intOrPercent(maxUnavailable)}
+	return v1alpha1.UpdateStrategy{Partition: intOrPercent(partition), MaxUnavailable: intOrPercent(maxUnavailable), MinReadySeconds: new(int32(0))}
 }
 
 // held builds the expected holds: reason → pods.

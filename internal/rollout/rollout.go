@@ -113,7 +113,7 @@ func NewLatest(set *v1alpha1.SidecarSet) Latest {
 		Containers:            images,
 		Resources:             resources,
 		Hot:                   hot,
-		MinReadySeconds:       ptr.Deref(spec.UpdateStrategy.MinReadySeconds, 0),
+		MinReadySeconds:       ptr.Deref(spec.UpdateStrategy.MinReadySeconds, v1alpha1.DefaultMinReadySeconds),
 	}
 	if w := set.Status.ReleasedBefore; w != nil {
 		l.ReleasedBefore = w.Time

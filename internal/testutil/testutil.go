@@ -236,6 +236,12 @@ func (b *SidecarSetBuilder) JobPods(p v1alpha1.JobPodsPolicy) *SidecarSetBuilder
 	return b
 }
 
+// MinReadySeconds sets spec.updateStrategy.minReadySeconds.
+func (b *SidecarSetBuilder) MinReadySeconds(s int32) *SidecarSetBuilder {
+	b.set.Spec.UpdateStrategy.MinReadySeconds = &s
+	return b
+}
+
 // Obj returns the SidecarSet.
 func (b *SidecarSetBuilder) Obj() *v1alpha1.SidecarSet {
 	return b.set.DeepCopy()

@@ -15,11 +15,8 @@ import (
 // schema.
 const (
 	DefaultProgressDeadlineSeconds int32 = 600
-	// DefaultMinReadySeconds covers a new sidecar image that crashes or
-	// fails its first probes within seconds of starting, the commonest
-	// failure of a sidecar rollout, at the cost of 10 s per step.
-	DefaultMinReadySeconds      int32 = 10
-	DefaultRevisionHistoryLimit int32 = 10
+	DefaultMinReadySeconds               = v1alpha1.DefaultMinReadySeconds
+	DefaultRevisionHistoryLimit    int32 = 10
 )
 
 // Default fills in set every field left unset that has a default, in place.
