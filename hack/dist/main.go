@@ -40,6 +40,7 @@ func run() error {
 	binaries := flag.String("binaries", "", "take the binaries from DIR/<os>_<arch>/ instead of building them")
 	pkg := flag.String("package", "./cmd/kubectl-sidecarset", "package to build")
 	placeholders := flag.String("placeholders", "", "only write the manifest, with placeholder sums, to FILE (plugins/sidecarset.yaml)")
+	licenseFile := flag.String("license", "LICENSE", "the license file every archive carries")
 	flag.Parse()
 	if *version == "" || !strings.HasPrefix(*version, "v") {
 		return fmt.Errorf("-version=%q: give the release's version, v and semver (v0.1.0)", *version)
@@ -70,6 +71,10 @@ func run() error {
 			build = append(build, p)
 		}
 	}
+	license, err := os.ReadFile(*licenseFile)
+	if err != nil {
+		return fmt.Errorf("-license: %w", err)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -85,7 +90,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		err = dist.WriteArchive(f, p, bin, mtime)
+		err = dist.WriteArchive(f, p, bin, license, mtime)
 		if err = errors.Join(err, f.Close()); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}

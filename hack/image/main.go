@@ -90,6 +90,7 @@ func run(ctx context.Context, o options) error {
 			Source:      source,
 			Version:     o.tag,
 			Revision:    revision,
+			Licenses:    "Apache-2.0",
 		},
 	}
 	binDir := filepath.Join(filepath.Dir(o.out), "bin")

@@ -79,29 +79,40 @@ func ArchiveName(version string, p Platform) string {
 	return fmt.Sprintf("%s_%s_%s_%s.tar.gz", Binary, version, p.OS, p.Arch)
 }
 
+// License is the name of the license file in every archive, beside the
+// binary: krew-index asks each plugin to ship its license.
+const License = "LICENSE"
+
 // WriteArchive writes p's archive holding binary, the command built for
-// p, at the archive's top level, executable, owned by root, dated mtime:
-// the same binary and mtime give the same bytes, so the same sha256.
-func WriteArchive(w io.Writer, p Platform, binary []byte, mtime time.Time) error {
+// p, executable, and license as License, at the archive's top level, owned
+// by root, dated mtime: the same inputs give the same bytes, so the same
+// sha256.
+func WriteArchive(w io.Writer, p Platform, binary, license []byte, mtime time.Time) error {
 	gz, err := gzip.NewWriterLevel(w, gzip.BestCompression)
 	if err != nil {
 		return err
 	}
 	// gzip's header carries no name or time unless set: nothing varies.
 	tw := tar.NewWriter(gz)
-	hdr := &tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     p.BinaryName(),
-		Mode:     0o755,
-		Size:     int64(len(binary)),
-		ModTime:  mtime.UTC().Truncate(time.Second),
-		Format:   tar.FormatPAX,
-	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return fmt.Errorf("archive for %s: %w", p, err)
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return fmt.Errorf("archive for %s: %w", p, err)
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{p.BinaryName(), 0o755, binary}, {License, 0o644, license}} {
+		hdr := &tar.Header{
+			Typeflag: tar.TypeReg,
+			Name:     f.name,
+			Mode:     f.mode,
+			Size:     int64(len(f.data)),
+			ModTime:  mtime.UTC().Truncate(time.Second),
+			Format:   tar.FormatPAX,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("archive for %s: %w", p, err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return fmt.Errorf("archive for %s: %w", p, err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("archive for %s: %w", p, err)
@@ -182,7 +193,7 @@ func Manifest(version string, sums map[Platform]string) ([]byte, error) {
 			Selector: selector{MatchLabels: map[string]string{"os": p.OS, "arch": p.Arch}},
 			URI:      fmt.Sprintf("%s/%s/%s", ReleaseURL, version, ArchiveName(version, p)),
 			Sha256:   sum,
-			Files:    []file{{From: p.BinaryName(), To: "."}},
+			Files:    []file{{From: p.BinaryName(), To: "."}, {From: License, To: "."}},
 			Bin:      p.BinaryName(),
 		})
 	}

@@ -64,10 +64,10 @@ func TestWriteArchive(t *testing.T) {
 	mtime := time.Unix(1700000000, 0)
 	for _, p := range []Platform{{"linux", "amd64"}, {"windows", "arm64"}} {
 		var a, b bytes.Buffer
-		if err := WriteArchive(&a, p, []byte("binary of "+p.String()), mtime); err != nil {
+		if err := WriteArchive(&a, p, []byte("binary of "+p.String()), []byte("license"), mtime); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteArchive(&b, p, []byte("binary of "+p.String()), mtime); err != nil {
+		if err := WriteArchive(&b, p, []byte("binary of "+p.String()), []byte("license"), mtime); err != nil {
 			t.Fatal(err)
 		}
 		if Sum(a.Bytes()) != Sum(b.Bytes()) {
@@ -99,7 +99,7 @@ func TestWriteArchive(t *testing.T) {
 			}
 			got = append(got, entry{hdr.Name, hdr.Mode, hdr.ModTime, string(body)})
 		}
-		want := []entry{{p.BinaryName(), 0o755, mtime, "binary of " + p.String()}}
+		want := []entry{{p.BinaryName(), 0o755, mtime, "binary of " + p.String()}, {License, 0o644, mtime, "license"}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s archive (-want +got):\n%s", p, diff)
 		}
@@ -138,7 +138,7 @@ func TestManifestPlatforms(t *testing.T) {
 			Selector: selector{MatchLabels: map[string]string{"os": p.OS, "arch": p.Arch}},
 			URI:      "https://github.com/sidecarset/sidecarset/releases/download/v1.2.3/" + ArchiveName("v1.2.3", p),
 			Sha256:   sums[p],
-			Files:    []file{{From: p.BinaryName(), To: "."}},
+			Files:    []file{{From: p.BinaryName(), To: "."}, {From: License, To: "."}},
 			Bin:      p.BinaryName(),
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

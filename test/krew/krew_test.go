@@ -52,7 +52,7 @@ func TestCheckedInManifest(t *testing.T) {
 // TestDistInstalls: hack/dist, given a stand-in binary per platform, writes
 // archives and a manifest that krew validates and installs from on every
 // platform of a release: the archive's sha256 matches the manifest's, and
-// the binary lands where the manifest's files and bin say. An archive that
+// the binary and the LICENSE land where the manifest's files and bin say. An archive that
 // differs from the one the manifest names is refused. The stand-ins keep the
 // test short: `make dist` cross-builds the real command six times, minutes
 // on a small machine, into the same archives.
@@ -103,6 +103,10 @@ func TestDistInstalls(t *testing.T) {
 			t.Errorf("%s/%s: krew installed no binary where the manifest says: %v", p.os, p.arch, err)
 		} else if want := "echo " + p.os + "/" + p.arch; !strings.Contains(string(got), want) {
 			t.Errorf("%s/%s: krew installed %q, want the binary of that platform", p.os, p.arch, got)
+		}
+		license, err := os.ReadFile(filepath.Join(root, "store", "sidecarset", "v0.1.0", "LICENSE"))
+		if err != nil || !strings.Contains(string(license), "Apache License") {
+			t.Errorf("%s/%s: krew installed no LICENSE beside the binary (%v), which krew-index asks for", p.os, p.arch, err)
 		}
 	}
 
