@@ -81,6 +81,10 @@ const (
 	// ConditionStalled is True when the rollout made no progress within
 	// progressDeadlineSeconds; the rollout then pauses itself.
 	ConditionStalled = "Stalled"
+	// ConditionReconciling is Progressing under the name kstatus reads
+	// (Flux, kpt, cli-utils): True while the rollout moves pods, so that
+	// a set mid-rollout is InProgress there, and Failed once Stalled.
+	ConditionReconciling = "Reconciling"
 )
 
 // PodInjectPolicy says where a sidecar goes relative to the pod's own

@@ -369,6 +369,7 @@ func conditions(in Input, now metav1.Time, reason, message string, progressing, 
 	} else {
 		set(v1alpha1.ConditionStalled, stalled, reason, message)
 	}
+	set(v1alpha1.ConditionReconciling, progressing, reason, message)
 	return out
 }
 

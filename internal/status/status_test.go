@@ -100,13 +100,15 @@ type cond struct {
 	since   metav1.Time
 }
 
-// conds returns Progressing, Complete and Stalled as given.
+// conds returns Progressing, Complete and Stalled as given, and
+// Reconciling as Progressing.
 func conds(progressing, complete, stalled cond) []metav1.Condition {
 	var out []metav1.Condition
 	for _, x := range []struct {
 		t string
 		c cond
-	}{{v1alpha1.ConditionProgressing, progressing}, {v1alpha1.ConditionComplete, complete}, {v1alpha1.ConditionStalled, stalled}} {
+	}{{v1alpha1.ConditionProgressing, progressing}, {v1alpha1.ConditionComplete, complete}, {v1alpha1.ConditionStalled, stalled},
+		{v1alpha1.ConditionReconciling, progressing}} {
 		out = append(out, metav1.Condition{Type: x.t, Status: x.c.status, Reason: x.c.reason, Message: x.c.message,
 			LastTransitionTime: x.c.since, ObservedGeneration: generation})
 	}
@@ -681,8 +683,8 @@ func TestComputeKeepsOtherConditions(t *testing.T) {
 	if diff := cmp.Diff(other, got.Status.Conditions[0]); diff != "" {
 		t.Errorf("first condition (-want +got):\n%s", diff)
 	}
-	if len(got.Status.Conditions) != 4 {
-		t.Errorf("conditions = %d, want the other one and Compute's three", len(got.Status.Conditions))
+	if len(got.Status.Conditions) != 5 {
+		t.Errorf("conditions = %d, want the other one and Compute's four", len(got.Status.Conditions))
 	}
 }
 
