@@ -90,6 +90,8 @@ type Reconciler struct {
 	Workers int
 	// WebhookScope, when set, is synced before each reconcile writes.
 	WebhookScope *WebhookScope
+	// Fence, when set, keeps pod writes within the leader lease.
+	Fence *Fence
 
 	// injectCache keeps parsed selectors between reconciles.
 	injectCache inject.Cache

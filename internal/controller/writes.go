@@ -167,9 +167,10 @@ func (r *Reconciler) noteBack(setName string, pods []rollout.Pod) {
 // WriteTimeout bounds each pod write. A leader that lost its lease stops
 // only once it fails to renew it; a write it started before then must not
 // land after another manager took over and listed the pods, which would
-// decide without it: the manager keeps this below the time between the
+// decide without it. The manager keeps this below the time between the
 // moment a leader gives up and the takeover (manager.LeaseDuration less
-// manager.RetryPeriod and manager.RenewDeadline: 3 s).
+// manager.RetryPeriod and manager.RenewDeadline: 3 s), and its Fence
+// stops writes before either.
 const WriteTimeout = 2500 * time.Millisecond
 
 // stepMessage tells what one reconcile's updates wrote: the revision, and
@@ -229,6 +230,12 @@ func (r *Reconciler) applyOne(ctx context.Context, set *v1alpha1.SidecarSet, pod
 // cached resourceVersion, after the record when the plan counts it as a
 // new disruption.
 func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cached *corev1.Pod, u rollout.PodUpdate) ([]rollout.Rewrite, error) {
+	if r.Fence != nil {
+		if !r.Fence.Enter(time.Now()) {
+			return nil, ErrFenced
+		}
+		defer r.Fence.Leave()
+	}
 	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	resized := rollout.Resize(cached, u)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -169,6 +170,13 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		byObject[&admissionregistrationv1.MutatingAdmissionPolicy{}] = cache.ByObject{Label: ours}
 		byObject[&admissionregistrationv1.MutatingAdmissionPolicyBinding{}] = cache.ByObject{Label: ours}
 	}
+	fence := &controller.Fence{}
+	var lease resourcelock.Interface
+	if opts.LeaderElection {
+		if lease, err = newLease(cfg, opts.Namespace, fence); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: sidecarscheme.New(),
 		Cache: cache.Options{
@@ -183,12 +191,15 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
-		LeaseDuration:           ptr.To(LeaseDuration),
-		RenewDeadline:           ptr.To(RenewDeadline),
-		RetryPeriod:             ptr.To(RetryPeriod),
+		// The lease fences the pod writes (fencedLease).
+		LeaderElectionResourceLockInterface: lease,
+		LeaseDuration:                       ptr.To(LeaseDuration),
+		RenewDeadline:                       ptr.To(RenewDeadline),
+		RetryPeriod:                         ptr.To(RetryPeriod),
 		// The manager's process ends when the manager does, so it may give
-		// the lease up at once: a restarted or replaced manager takes over
-		// without waiting for the lease to expire.
+		// the lease up at once, once its pod writes are over: a restarted or
+		// replaced manager takes over without waiting for the lease to
+		// expire.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &opts.GracefulShutdown,
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
@@ -223,6 +234,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Namespace:    opts.Namespace,
 		Workers:      opts.Workers,
 		WebhookScope: webhookScope,
+		Fence:        fence,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("set up the SidecarSet controller: %w", err)
