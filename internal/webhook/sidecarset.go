@@ -143,9 +143,13 @@ func (v *SidecarSetValidator) ValidateDelete(context.Context, *v1alpha1.SidecarS
 }
 
 // listBackoff retries a list of the other sets that failed transiently: 4
-// tries within about a second, well inside the 5 s the apiserver gives the
-// webhook call. One failed list would otherwise refuse the user's change.
+// tries, 0.7 s of waits between them. One failed list would otherwise
+// refuse the user's change.
 var listBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4}
+
+// listTimeout bounds the list with its retries, so that it and the probe
+// (probeTimeout) fit in the 5 s the apiserver gives the webhook call.
+const listTimeout = 2 * time.Second
 
 // transientList reports whether a list that failed with err may succeed when
 // tried again at once: the apiserver was busy, timed out or failed inside.
@@ -158,6 +162,8 @@ func transientList(err error) bool {
 
 func (v *SidecarSetValidator) others(ctx context.Context, name string) ([]*v1alpha1.SidecarSet, error) {
 	var list v1alpha1.SidecarSetList
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
 	err := retry.OnError(listBackoff, transientList, func() error {
 		return v.Reader.List(ctx, &list)
 	})

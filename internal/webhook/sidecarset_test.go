@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +31,26 @@ func (r *failingReader) List(context.Context, client.ObjectList, ...client.ListO
 		return r.err
 	}
 	return nil
+}
+
+// slowReader answers a list when its context ends, with the context's error.
+type slowReader struct{ client.Reader }
+
+func (slowReader) List(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestValidatorListDeadline: a list that does not answer is cut short in
+// time for the probe to fit in the 5 s the apiserver gives the call.
+func TestValidatorListDeadline(t *testing.T) {
+	v := &webhook.SidecarSetValidator{Reader: slowReader{}}
+	set := testutil.SidecarSet("exporter").Selector(map[string]string{"app": "db"}).Container("exporter", "exp:1").Obj()
+	began := time.Now()
+	_, err := v.ValidateCreate(t.Context(), set)
+	if took := time.Since(began); err == nil || took > 2500*time.Millisecond {
+		t.Errorf("got %v after %v, want a refusal within 2.5 s", err, took)
+	}
 }
 
 func TestValidatorRetriesList(t *testing.T) {
