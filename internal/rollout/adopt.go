@@ -12,64 +12,30 @@ import (
 	"github.com/sidecarset/sidecarset/internal/validation"
 )
 
-// serviceAccountMountPath is where the ServiceAccount admission plugin mounts
-// the API token into every container that does not mount that path itself.
+// serviceAccountMountPath is where admission mounts the ServiceAccount token.
 const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// OpenKruise's injection marks. Its pod webhook appends the env var
-// IS_INJECTED=true to every container it injects, and records every
-// injection in the pod annotation kruise.io/sidecarset-hash; every release
-// has written both.
+// OpenKruise's injection marks: its webhook sets IS_INJECTED=true in every
+// container it injects, and records each in kruise.io/sidecarset-hash.
 const (
 	KruiseInjectedEnv      = "IS_INJECTED"
 	KruiseHashAnnotation   = "kruise.io/sidecarset-hash"
 	kruiseInjectedEnvValue = "true"
 )
 
-// Adoptable reports whether set, with adoptionPolicy SameName, may take over
-// pod: a pod its selectors match that carries no record of it (created
-// before the set, or while the webhook was down). It may when, for every
-// sidecar the set declares, the pod has a container of that name in the list
-// injection puts it into (containers, or initContainers; in a Job's pod, with
-// jobPods NativeSidecar, the regular containers as native sidecars in
-// initContainers, see inject.NativeInPod) that equals the declared one, so
-// placed, except for the image.
+// Adoptable reports whether set, with adoptionPolicy SameName, may take
+// over pod, which its selectors match and which carries no record of it:
+// every declared sidecar has a container of its name, in the list injection
+// puts it into, equal to the declared one but for the image once both get
+// the apiserver's defaults (defaulted), the ServiceAccount token mount
+// ignored. Anything else admission added makes the pod not adoptable.
 //
-// "Equals" is judged as the apiserver would have built the pod from the
-// declaration: the declared container, with the pod's image put in, gets
-// the apiserver's defaults (validation.Default: imagePullPolicy Always for
-// ":latest" or no tag and IfNotPresent otherwise, terminationMessagePath
-// "/dev/termination-log", terminationMessagePolicy "File", probe timings,
-// port protocol TCP, requests copied from limits, ...), plus two the pod
-// adds: host ports equal to container ports under hostNetwork, and the
-// ServiceAccount token mount, which is ignored unless the declared container
-// mounts that path itself. Putting the pod's image in first means the
-// imagePullPolicy default follows the image the pod runs; a set whose
-// defaulting webhook already fixed the policy from its own image then only
-// adopts pods whose policy matches it. Anything else that admission added (a
-// LimitRange's default resources, say) makes the pod not adoptable: it stays
-// unmanaged and counted.
-//
-// A container OpenKruise injected is the same sidecar too when it differs
-// only by what Kruise adds on injection (see withoutKruiseAdditions), so a
-// SidecarSet converted from Kruise's takes over the pods Kruise injected
-// without restarting them. Kruise's hot-upgrade containers (renamed NAME-1,
-// NAME-2) are not the declared sidecar: those pods stay unmanaged, and so
-// does every pod of a set with a HotUpgrade sidecar, whose slots' versions
-// no record of a pod not injected by it could tell. The
-// resources of a sidecar with a resourcesPolicy are not compared: they were
-// computed for that pod at its injection, by Kruise or by another release
-// of the set, and an in-place update leaves them as they are.
-//
-// A pod that opted out of injection (annotation sidecarset.dev/inject
-// "false") is not adoptable: taking it over would inject by other means what
-// its owner refused, and the first image update would restart its sidecar.
-// It stays unmanaged and counted.
-//
-// A pod whose state annotation cannot be decoded is not adoptable: adopting
-// means rewriting that annotation, which would drop the other sets' records.
-// Nor is one where another set's record already claims a container of one of
-// these names.
+// What OpenKruise adds on injection is ignored too (withoutKruiseAdditions),
+// so a set converted from Kruise's takes over its pods without restarting
+// them, and so are the resources of a resourcesPolicy. Never adoptable: a
+// pod of a set with a HotUpgrade sidecar (no record could tell its slots'
+// versions), one that opted out, one whose state annotation does not
+// decode, and one where another set's record claims one of these names.
 func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 	spec := &set.Spec
 	if spec.AdoptionPolicy != v1alpha1.AdoptSameName || len(spec.Containers)+len(spec.InitContainers) == 0 {
@@ -121,9 +87,8 @@ func Adoptable(pod *corev1.Pod, set *v1alpha1.SidecarSet) bool {
 	return true
 }
 
-// regularList returns the list of pod that a set's regular containers go
-// into: the init containers where they go in as native sidecars
-// (inject.NativeInPod), the containers otherwise.
+// regularList returns the list of pod a set's regular containers go into:
+// the init containers for native sidecars, the containers otherwise.
 func regularList(pod *corev1.Pod, native bool) []corev1.Container {
 	if native {
 		return pod.Spec.InitContainers
@@ -131,16 +96,10 @@ func regularList(pod *corev1.Pod, native bool) []corev1.Container {
 	return pod.Spec.Containers
 }
 
-// AdoptionRecord returns the record to write into a pod that Adoptable lets
-// set take over. It describes what the pod runs: the set's spec with the
-// pod's images. Its ImagelessHash is therefore the latest one, and its Hash
-// is the latest one exactly when the images are the declared ones; otherwise
-// the pod is simply not updated yet, and the rollout moves it like any other.
-// Its Revision names no stored ControllerRevision in that case, which is
-// harmless: nothing reads a revision back from a pod record.
-//
-// PreviousImageID stays empty, as after injection: the kubelet created the
-// containers from this very spec, so they are consistent once running.
+// AdoptionRecord returns the record to write into a pod that Adoptable
+// lets set take over: the set's spec with the pod's images, so the pod is
+// simply not updated yet when they differ. PreviousImageID stays empty:
+// the kubelet created the containers from this very spec.
 func AdoptionRecord(pod *corev1.Pod, set *v1alpha1.SidecarSet) revision.SetState {
 	spec := set.Spec.DeepCopy()
 	native := inject.NativeInPod(set, pod)
@@ -165,11 +124,9 @@ func AdoptionRecord(pod *corev1.Pod, set *v1alpha1.SidecarSet) revision.SetState
 	}
 }
 
-// sameExceptImage compares a declared sidecar with a pod's container of the
-// same name, as Adoptable documents. computed says the declared sidecar has
-// a resourcesPolicy, so its resources are whatever the pod got. kruiseApps,
-// non-nil only in a pod that carries Kruise's annotation, are the pod's app
-// containers, defaulted.
+// sameExceptImage compares a declared sidecar with the pod's container of
+// its name (Adoptable). computed: the sidecar has a resourcesPolicy.
+// kruiseApps, non-nil in a pod Kruise injected, are its app containers.
 func sameExceptImage(declared, inPod corev1.Container, computed, hostNetwork bool, kruiseApps []corev1.Container) bool {
 	declared.Image = inPod.Image
 	if computed {
@@ -183,33 +140,15 @@ func sameExceptImage(declared, inPod corev1.Container, computed, hostNetwork boo
 	if kruiseApps != nil {
 		got = withoutKruiseAdditions(want, got, kruiseApps)
 	}
-	// Semantic equality compares quantities by value and treats nil and
-	// empty lists alike, as the apiserver's round trip does.
+	// Quantities by value, nil and empty lists alike, as the apiserver does.
 	return equality.Semantic.DeepEqual(want, got)
 }
 
-// withoutKruiseAdditions returns got, a pod's container, without what
-// OpenKruise's webhook added to the declared container want when it injected
-// it, or got unchanged when it does not look exactly so. Kruise (the pod
-// webhook in pkg/webhook/pod/mutating/sidecarset.go) builds the injected
-// container from the declared one by appending, in this order:
-//
-//   - to env: IS_INJECTED=true, then the env vars transferEnv names and the
-//     ones a shared mount's subPathExpr refers to, each copied from an app
-//     container;
-//   - to volumeMounts, with shareVolumePolicy enabled: the app containers'
-//     mounts at paths the sidecar does not use;
-//   - to volumeDevices, with shareVolumeDevicePolicy enabled: the app
-//     containers' devices likewise.
-//
-// "App containers" are, as for Kruise, the pod's regular containers that do
-// not carry the IS_INJECTED mark themselves. So got is taken as Kruise's
-// when its env holds IS_INJECTED=true right after the declared env, and
-// every entry after the mark, and after the declared mounts and devices,
-// equals one of an app container and names what no entry before it names
-// (Kruise skips an env var the sidecar already has, and a mount at a path
-// it already uses: a repeated name would override the declared one). The
-// declared part itself must still equal want: nothing else is tolerated.
+// withoutKruiseAdditions returns got without what OpenKruise's webhook
+// appended to want when it injected it, or got as is when it does not look
+// exactly so: IS_INJECTED=true right after the declared env, then only env
+// vars, mounts and devices equal to an app container's, each naming what
+// no entry before it names (a repeated name would override the declared).
 //
 // Worked cases, the declared exporter with env [POD], mounts [conf], app
 // mysql with env [POD_IP, PORT] and mounts [data]:
@@ -255,9 +194,7 @@ func withoutKruiseAdditions(want, got corev1.Container, apps []corev1.Container)
 	return got
 }
 
-// kruiseAppContainers returns the pod's regular containers that carry no
-// IS_INJECTED mark, defaulted as the pod's sidecars are compared: the
-// containers Kruise copies env vars, mounts and devices from.
+// kruiseAppContainers returns the pod's unmarked containers, defaulted.
 func kruiseAppContainers(pod *corev1.Pod, hostNetwork bool) []corev1.Container {
 	apps := []corev1.Container{}
 	for _, c := range pod.Spec.Containers {
@@ -277,9 +214,8 @@ func containsSemantic[T any](list []T, v T) bool {
 }
 
 // defaulted returns c with the defaults the apiserver gives a pod's
-// container. Defaulting is idempotent, so the pod's own containers can go
-// through it too, which keeps the comparison exact for pods that never went
-// through an apiserver (tests, `kubectl sidecarset inject -f`).
+// container. It is idempotent, so the pod's containers go through it too,
+// which keeps pods that never met an apiserver comparable.
 func defaulted(c corev1.Container, hostNetwork bool) corev1.Container {
 	set := v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{
 		Containers: []v1alpha1.SidecarContainer{{Container: *c.DeepCopy()}},

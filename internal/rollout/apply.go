@@ -13,26 +13,17 @@ import (
 )
 
 // Apply returns a copy of pod with u written into it: the images of u's
-// containers, found by name in spec.containers or spec.initContainers, and
-// setName's entry of the state annotation replaced by u.State, the entries
-// of other SidecarSets kept, with the version annotations of its
-// HotUpgrade slots. Images and record go into one write, so the
-// record never disagrees with the spec. pod itself is not modified.
+// containers and setName's entry of the state annotation, in one write so
+// that the record never disagrees with the spec, and the version
+// annotations of its HotUpgrade slots. pod is not modified.
 //
-// The other sets' records whose last write is back in pod at now are written as
-// those sets' own reconciles would write them (backOf), and their names
-// returned in others (the caller times those updates): the write is made
-// from pod, through the optimistic lock, so their writes were back when it
-// was made. Should it take the pod down, a record that still described its
-// write would take that for its own disruption: count the pod against its
-// set's maxUnavailable, write into it again without a slot, and hold the
-// writes of every other set into it (HeldByOtherRollout) until the pod is
-// ready again. Their own status.releasedBefore may pass those writes only
-// later, or never, while a write of theirs is not back.
+// The other sets' records whose last write is back at now are written as
+// their own reconciles would write them (backOf), and their names returned
+// in others. Left as they are, should this write take the pod down, those
+// sets would take it for their own write's disruption and hold the pod.
 //
-// Another set's entry that cannot be read is kept as it is, for that set to
-// report. It fails only when the state annotation as a whole is not a JSON
-// object: writing a record over it would lose the other sets' records.
+// It fails only when the state annotation is not a JSON object: a record
+// written over it would lose the other sets'. An unreadable entry is kept.
 func Apply(pod *corev1.Pod, setName string, u PodUpdate, now time.Time) (out *corev1.Pod, others []string, err error) {
 	out = pod.DeepCopy()
 	for _, c := range u.Containers {
@@ -67,13 +58,11 @@ func Apply(pod *corev1.Pod, setName string, u PodUpdate, now time.Time) (out *co
 			return nil, nil, fmt.Errorf("record the update in %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		out.Annotations[v1alpha1.AnnotationState] = value
-		// The per-set keys are in the state annotation now; left, they
-		// would go over the next record's Put.
+		// Per-set keys left would go over the next record's Put.
 		revision.DropPerSet(out.Annotations)
 	}
 	slices.Sort(others)
-	// With the images, so that a slot the kubelet starts for them reads
-	// its version.
+	// With the images, so that a slot the kubelet starts reads its version.
 	maps.Copy(out.Annotations, revision.HotVersions(u.State.Containers))
 	return out, others, nil
 }

@@ -19,161 +19,83 @@ import (
 // revision. Classify builds it; Next and status.Compute read it.
 type Pod struct {
 	Key types.NamespacedName
-	// Labels are the pod's labels, for updateStrategy.selector. Shared with
-	// the pod, never modified.
+	// Labels are the pod's labels, shared with it, never modified.
 	Labels map[string]string
-	// Generation is the pod's metadata.generation: a write of images makes
-	// it Generation+1.
+	// Generation is the pod's metadata.generation.
 	Generation int64
 	// Record is the set's entry of the pod's state annotation.
 	Record revision.SetState
-	// Containers are the recorded sidecars found in the pod spec, in record
-	// order.
+	// Containers are the recorded sidecars found in the spec, in record order.
 	Containers []Container
 
-	// Updated: the record's Hash is the latest one, i.e. the latest revision
-	// is written into the pod spec (the kubelet may not have caught up).
+	// Updated: the record's Hash is the latest one (the kubelet may lag).
 	Updated bool
-	// Updating: some running sidecar the controller wrote in place is not
-	// complete yet (UpdateComplete). Holds for updates and drift reverts
-	// alike, on any revision.
+	// Updating: some running sidecar written in place is not complete yet.
 	Updating bool
-	// Disrupting: the rollout disrupted this pod and it is not back yet:
-	// the pod was ready when a write restarted one of its running sidecars
-	// (Record.Write.WasReady), and it has not been ready since, with every
-	// running sidecar complete, for the write's minReadySeconds
-	// (ReleaseAt). Such pods count against maxUnavailable
-	// and PodDisruptionBudgets. A pod written while not ready does not: it
-	// lost nothing by the write, and it may stay not ready for reasons of
-	// its own; unless it is seen ready while the sidecar the write restarts
-	// still runs: the restart will take it down, so it counts from then on
-	// (ActionRecordDisruption). A pod back but for a write that is a
-	// disruption of its own stops counting once its record says so
-	// (BackButOwed).
+	// Disrupting: a write restarted a running sidecar of the ready pod
+	// (Write.WasReady), and it has not been ready since, every sidecar
+	// complete, for minReadySeconds; or it is ready with such a write to come
+	// (ActionRecordDisruption). It counts against maxUnavailable and budgets.
 	Disrupting bool
-	// BackButOwed: the write disrupted the pod, the pod is ready again,
-	// and all that is left is a write that is a disruption of its own: a
-	// resize still to write (ResizeOwed), or the handoff of a hot upgrade
-	// counted only since the pod turned ready (Write.TurnedReady,
-	// HandoffOwed). Next records that the pod is back (ActionRecordBack),
-	// and from then on it does not count, and that write takes a slot as a
-	// new one does. Until then it counts: should that record not land, and
-	// another rollout take the pod down, it would count again, the slot
-	// freed meanwhile gone to another pod.
+	// BackButOwed: ready again after a write that disrupted it, the pod owes
+	// only a resize or a handoff, itself a disruption. It counts until its
+	// record says it is back (ActionRecordBack); that write then takes a slot.
 	BackButOwed bool
-	// Back: the last write into the pod is done: every running sidecar is
-	// complete and, if the write disrupted the pod, the pod is ready again.
-	// The set's status.releasedBefore passes the write once every write
-	// before it is back too (ReleasedBefore), and the record reads as
-	// released from then on, so that a sidecar or the pod failing later is
-	// not taken for the write in flight or for a disruption the write
-	// still holds (Again).
+	// Back: the last write is done: every running sidecar complete and, if it
+	// disrupted the pod, the pod ready again. releasedBefore passes the write
+	// once every earlier one is back too; a later failure is then Again.
 	Back bool
 	// Again: the pod, on the latest revision, came back from a write that
-	// disrupted it (Record.Released) and has failed since: it is not Ready,
-	// or not yet for minReadySeconds. As a Deployment counts every
-	// unavailable pod, it counts against maxUnavailable while the rollout
-	// has work, but holds no slot of its own: a write that restarts it once
-	// it is Ready takes a slot in its own place, like any other (found by
-	// TestModel -rapid.seed=1674583798857000453, where a handoff into such
-	// a pod went as the continuation of a disruption the pod no longer
-	// had). The rollout does not wait for it (Awaited), and a pod on a lost
-	// node or that another set's rollout has down does not count
-	// (counted).
+	// disrupted it (Record.Released) and failed since: like a Deployment, it
+	// counts against maxUnavailable while the rollout has work, without a slot.
 	Again bool
-	// ReleaseAt, for a Ready pod that has not been Ready for its last
-	// write's minReadySeconds yet, is when it will have been (released).
-	// Zero otherwise. A pod written while Ready counts as Disrupting until
-	// then.
+	// ReleaseAt: when a Ready pod will be Ready past minReadySeconds, or zero.
 	ReleaseAt time.Time
-	// ReadReleased: the record holds a write that the set's
-	// status.releasedBefore passed, and Record is as a release writes it
-	// (releasedRecord). Should the pod fail, Next writes it so (ActionSettle),
-	// for the managers of earlier releases, which read the record alone.
+	// ReadReleased: releasedBefore passed the write; Record reads released.
 	ReadReleased bool
-	// BackAt is when the pod came back, or comes back, from its last
-	// write, as its status tells (releaseTime): read for a Back pod, by
-	// ReleasedBefore.
+	// BackAt is when the pod came, or comes, back from its last write.
 	BackAt time.Time
-	// Upgradable: the pod differs from the latest revision at most in
-	// what changes in place, and every latest sidecar is both recorded and
-	// present in the pod spec. What changes in place: images (the record's
-	// ImagelessHash is the latest one), and the cpu and memory of sidecars
-	// when the record's revision is in Latest.ResizableFrom and the
-	// apiserver would take the resize (Resize). A pod that is not
-	// upgradable needs a recreate; so does, while the kubelet holds it
-	// (PodResizePending), a pod whose resize was written.
+	// Upgradable: the pod differs from the latest revision only in images
+	// (the same ImagelessHash) and, from a revision in ResizableFrom, in cpu
+	// and memory the apiserver would resize; every latest sidecar is in it.
+	// Otherwise, or while the kubelet holds a resize, it needs a recreate.
 	Upgradable bool
 	// NotUpgradable says why a pod is not Upgradable.
 	NotUpgradable string
-	// Resize lists the resizes an update of the pod to the latest revision
-	// writes, after its images and record.
+	// Resize lists the resizes an update to the latest revision writes.
 	Resize []ContainerResources
 	// ResizeCondition is the kubelet's word on a resize of the pod, when it
-	// gave one with a reason (PodResizePending, or PodResizeInProgress
-	// with Error): "TYPE REASON: message".
+	// gave a reason: "TYPE REASON: message".
 	ResizeCondition string
-	// ResizeOwed lists the resizes the pod still lacks: its record says
-	// they were written, and they did not land (ActionResize).
+	// ResizeOwed lists resizes recorded as written that did not land.
 	ResizeOwed []ContainerResources
-	// Drifted names, in record order, the containers whose pod spec image
-	// differs from the one recorded as last written: someone edited them.
+	// Drifted names the containers whose spec image someone else changed.
 	Drifted []string
-	// StaleInit names, in record order, the ordinary init containers that
-	// ran an image other than the latest declared one. Their new image
-	// reaches new pods only.
+	// StaleInit names the ordinary init containers that ran an image other
+	// than the latest declared one, which reaches new pods only.
 	StaleInit []string
 	// PodReady: the pod condition Ready is True.
 	PodReady bool
-	// DisruptedBy names the other SidecarSets whose rollouts disrupted the
-	// pod, which is not back yet (DisruptedBy over the other sets'
-	// records; on a Ready pod, of the sets that exist); the caller sets it
-	// (MarkOthers), Classify knows one record only. A
-	// write that would restart a running sidecar of such a pod waits
-	// (HeldByOtherRollout), Ready or not: it would keep the pod down
-	// longer, unseen by any budget or slot, and a pod still Ready has not
-	// been back from the other write yet, so the other set could release
-	// it on a Ready the kubelet is about to end (found by TestModel
-	// -rapid.seed=1591172309375597795).
-	// Unless it writes a sidecar that does not serve (not running, or not
-	// ready) and that the kubelet acts on at once (not NotStarted): the
-	// pod cannot turn ready before that sidecar serves again, and the
-	// kubelet acts on every other container the write changes in the same
-	// sync, so the other set counts the pod until the write is done;
-	// waiting could wait for ever, the pod down for that very sidecar (one
-	// whose image does not pull, or that crashes).
+	// DisruptedBy names the other sets whose rollouts have the pod down (set
+	// by MarkOthers). A write restarting a running sidecar of it waits, Ready
+	// or not, as no budget or slot would see it (HeldByOtherRollout), unless
+	// it writes a sidecar that does not serve, which could wait for ever.
 	DisruptedBy []string
-	// OthersWriting: another SidecarSet's write into the pod that no set
-	// counts, made while the pod was not Ready or by a deleted set, is not
-	// done (OthersWriting over the other sets' records); the caller sets
-	// it for pods that are Back (MarkOthers). The Ready
-	// the pod shows may be from before the kubelet acts on that write, and
-	// the other set does not count the pod: it is recorded released only
-	// once the write is done, and until then a failure counts as this
-	// write's (found by TestModel -rapid.seed=1591172309375597795, where a
-	// pod released on a status the kubelet had not updated since it took
-	// down another set's sidecar went uncounted by both sets). A write
-	// made while the pod was Ready is counted by its own set: waiting for
-	// it would count that disruption twice (-rapid.seed=12772703203620558092).
+	// OthersWriting: another set's write that no set counts (made while the
+	// pod was not Ready, or by a deleted set) is not done: the Ready the pod
+	// shows may predate it, so it is not released yet (set by MarkOthers).
 	OthersWriting bool
-	// NodeLost: the pod's node is not Ready (NotReady, or unreachable: its
-	// Ready condition is not True); the caller sets it. Its kubelet acts on
-	// nothing: the pod is not written (HeldNodeLost), and it neither counts
-	// against maxUnavailable nor is waited on, whatever its record says.
+	// NodeLost: the pod's node is not Ready (set by the caller): its kubelet
+	// acts on nothing, so the pod is neither written, counted nor waited on.
 	NodeLost bool
-	// Pending: the pod's phase is Pending: not scheduled, or not started.
-	// A write into it waits for the pod, not for the sidecar.
+	// Pending: the pod's phase is Pending: a write waits for the pod.
 	Pending bool
 	// HandoffOwed names the HotUpgrade sidecars whose next slot has taken
-	// over while the old slot still serves: the old slot is to get the
-	// empty image (ActionHandoff). A pod with a next slot is not complete
-	// until then (hot.go).
+	// over while the old one still serves (ActionHandoff, hot.go).
 	HandoffOwed []string
-	// Ready: PodReady and every running sidecar complete, i.e. healthy and
-	// running what was written, and no hot upgrade under way.
+	// Ready: PodReady, every running sidecar complete, no hot upgrade going.
 	Ready bool
-	// Available: Ready, and for the last write's minReadySeconds
-	// (ReleaseAt is zero).
+	// Available: Ready, and past minReadySeconds (ReleaseAt is zero).
 	Available bool
 }
 
@@ -182,11 +104,8 @@ type Container struct {
 	Name string
 	// Init: the container is in spec.initContainers.
 	Init bool
-	// Runs: the container keeps running once the pod started: a regular
-	// sidecar, or a native one (an init container with restartPolicy
-	// Always). An ordinary init container ran to completion before the app
-	// started and the kubelet never runs it again, so its image cannot
-	// change in place and it takes no part in completion or readiness.
+	// Runs: a regular or native sidecar. An ordinary init container never
+	// runs again, and takes no part in completion or readiness.
 	Runs bool
 	// Image is the image in the pod spec now.
 	Image string
@@ -196,65 +115,44 @@ type Container struct {
 	ImageID     string
 	// Running: the container's status says running.
 	Running bool
-	// Ready: the container's status says ready (its readiness probe
-	// passes).
+	// Ready: the container's status says ready.
 	Ready bool
 	// StatusImage is the image the container's status shows.
 	StatusImage string
-	// NotStarted: the container runs, is a native sidecar (an init
-	// container that Runs), and its status says its startup probe has not
-	// passed (started false). The kubelet acts on a change of its spec
-	// only once the probe passes.
+	// NotStarted: a native sidecar whose startup probe has not passed: the
+	// kubelet acts on a change of its spec only once it does.
 	NotStarted bool
-	// StartFailed: the container does not run, and waits because the
-	// kubelet could not start it (startFailed): its image does not pull,
-	// or it keeps crashing.
+	// StartFailed: the kubelet could not start the container (startFailed).
 	StartFailed bool
-	// Unacted: the container's pod spec image differs from the one last
-	// written (someone else changed it), and the kubelet has still to act on
-	// that change: the status shows the container running another image, or
-	// not running while the kubelet replaces it (stopping the old one,
-	// pulling the new one), rather than failing to start the new one. A
-	// write over it waits (HeldChangeInFlight).
+	// Unacted: someone else changed the spec image and the kubelet has yet
+	// to act on it: the status shows another image running, or the container
+	// being replaced. A write over it waits (HeldChangeInFlight).
 	Unacted bool
-	// InFlight: the controller wrote the container in place, the write is
-	// not complete yet, and the pod spec still holds it. A write someone
-	// else wrote over (a hand edit) is never completed: the kubelet acts on
-	// the spec, and the container is drifted instead.
+	// InFlight: the controller's write of the container is not complete, and
+	// the spec still holds it (a hand edit over it makes it Drifted instead).
 	InFlight bool
 	// Recorded is the container's record.
 	Recorded revision.ContainerState
-	// Complete is UpdateComplete for a container that Runs, with
-	// ResizeComplete too when the write resized it, and for a drifted one:
-	// it runs, and the change is not Unacted; false for one that does not
-	// run.
+	// Complete is UpdateComplete (and ResizeComplete if resized) for a
+	// container that Runs; for a drifted one, that the kubelet acted on it.
 	Complete bool
-	// Unresized: the container's status shows cpu or memory other than its
-	// spec's: the kubelet has a resize to do. False when the status shows
-	// no resources (a node that does not resize).
+	// Unresized: the status shows cpu or memory other than the spec's.
 	Unresized bool
-	// Resources are the container's cpu and memory in the pod spec, when
-	// Unresized.
+	// Resources are the spec's cpu and memory, when Unresized.
 	Resources *corev1.ResourceRequirements
-	// ResizeOwed: the write in flight is done but for its resize, which
-	// did not land (Pod.ResizeOwed): the kubelet has nothing to do for it
-	// until ActionResize writes it.
+	// ResizeOwed: the write is done but for its resize, which did not land.
 	ResizeOwed bool
 	// ResizeHeld: the write in flight is done but for a resize the kubelet
-	// holds (PodResizePending) or failed (PodResizeInProgress with Error). The
-	// container runs what it ran; another
-	// write may go over it.
+	// holds or failed: another write may go over it.
 	ResizeHeld bool
 }
 
-// drifted reports whether c's pod spec image differs from the one recorded
-// as last written.
+// drifted reports whether c's spec image differs from the one last written.
 func (c Container) drifted() bool {
 	return !SameImage(c.Recorded.Image, c.Image)
 }
 
-// resizeConditionText is the kubelet's word on a resize of pod, when it
-// gave one with a reason (Pod.ResizeCondition).
+// resizeConditionText is Pod.ResizeCondition of pod.
 func resizeConditionText(pod *corev1.Pod) string {
 	c, ok := resizeCondition(pod)
 	if !ok || c.Reason == "" {
@@ -266,12 +164,8 @@ func resizeConditionText(pod *corev1.Pod) string {
 	return fmt.Sprintf("%s %s: %s", c.Type, c.Reason, c.Message)
 }
 
-// Classify judges pod, which carries rec as its record of the SidecarSet
-// whose latest revision is latest. Completion is judged against the image
-// last written (rec's), not the latest declared one: a pod on an older
-// revision is consistent when it runs what its own revision says.
-//
-// The caller passes only pods for which Active holds.
+// Classify judges pod, an Active pod carrying rec, against latest; a
+// sidecar is complete when it runs the image last written, not the latest.
 func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	readReleased := passed(rec.Write, latest.ReleasedBefore)
 	if readReleased {
@@ -293,9 +187,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	for _, rc := range rec.Containers {
 		c, held, found := p.containerOf(pod, rc)
 		if !found {
-			// Containers cannot be removed from a pod; only a record edited
-			// by hand names one that is not there. Nothing can be written to
-			// it, and the pod is not upgradable (upgradable).
+			// Only a record edited by hand names a container the pod
+			// lacks: the pod is not upgradable.
 			continue
 		}
 		w.add(c, held, &p)
@@ -335,8 +228,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 type progress struct {
 	// complete: every running sidecar is complete.
 	complete bool
-	// onlyOwed: every running sidecar is complete but for a resize still
-	// to write (ActionResize).
+	// onlyOwed: complete but for resizes still to write.
 	onlyOwed bool
 	// wrote: some running sidecar still carries the record of a write.
 	wrote bool
@@ -344,8 +236,7 @@ type progress struct {
 	held string
 }
 
-// add counts c, a sidecar of p whose resize the kubelet holds for the
-// reason held, if any, marking p Updating when c's write is in flight.
+// add counts c, a sidecar of p; held is why its resize is held, if it is.
 func (w *progress) add(c Container, held string, p *Pod) {
 	if held != "" {
 		w.held = held
@@ -363,11 +254,8 @@ func (w *progress) add(c Container, held string, p *Pod) {
 	w.wrote = w.wrote || written(c.Recorded)
 }
 
-// containerOf judges the sidecar rc records in pod, whose record p holds,
-// with why the kubelet holds its resize, if it does; found is false when
-// the spec lacks it. Completion is UpdateComplete, and ResizeComplete when
-// the write resized it; for a drifted sidecar, that the kubelet acted on
-// the edit.
+// containerOf judges the sidecar rc records in pod, with why the kubelet
+// holds its resize, if it does; found is false when the spec lacks it.
 func (p Pod) containerOf(pod *corev1.Pod, rc revision.ContainerState) (c Container, held string, found bool) {
 	spec, init, found := specContainer(pod, rc.Name)
 	if !found {
@@ -405,35 +293,25 @@ func (p Pod) containerOf(pod *corev1.Pod, rc revision.ContainerState) (c Contain
 			c.ResizeHeld = true
 			held = fmt.Sprintf("%s of %s", why, c.Name)
 		} else if cond, ok := resizeCondition(pod); ok && cond.Reason == corev1.PodReasonError {
-			// The kubelet failed it and retries (a memory limit below
-			// what the sidecar uses): a write may go over it.
+			// The kubelet failed it and retries: a write may go over it.
 			c.ResizeHeld = true
 		}
 	}
 	if drifted {
-		// Someone else's change, over any write of ours: the kubelet acts
-		// on the spec, and done is that it has. A status from before the
-		// edit cannot tell: the kubelet may have acted on the spec in
-		// between (a write of ours the edit replaced) and be restarting
-		// the container for it. A kubelet that reports no generation
-		// (before 1.33, or with the feature off) is taken at its status:
-		// nothing else tells, and waiting for a generation it never
-		// reports would hold the pod for ever.
+		// Someone else's change: done is that the kubelet acted on the
+		// spec, which a status from before the edit cannot tell. A kubelet
+		// reporting no generation is taken at its status: nothing else tells.
 		observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
 		c.Complete = c.Running && !c.Unacted && observed
-		// The edit is the kubelet's next act, not a resize owed: left,
-		// the pod read as back but for its resize and was recorded back
-		// while still to restart.
+		// The edit is the kubelet's next act, not a resize owed.
 		c.ResizeOwed = c.ResizeOwed && c.Complete
 	}
 	c.InFlight = !c.Complete && written(rc) && !drifted
 	return c, held, true
 }
 
-// storedWrite returns the write w as the pod can show it done: the apiserver
-// moves the generation only when the spec changed, and a write it stored
-// as it was (a mutating policy put back what was written over) made none,
-// and none is to be waited for.
+// storedWrite returns w as the pod can show it done: a write the apiserver
+// stored unchanged made no generation to wait for.
 func storedWrite(pod *corev1.Pod, w *revision.Write) *revision.Write {
 	if w == nil || pod.Generation >= w.Generation {
 		return w
@@ -444,8 +322,7 @@ func storedWrite(pod *corev1.Pod, w *revision.Write) *revision.Write {
 }
 
 // upgradable says whether p reaches latest in place (Pod.Upgradable), why
-// not, and the resizes that takes. held says why the kubelet holds a resize
-// written into the pod.
+// not, and the resizes that takes; held says why a resize is held.
 func upgradable(pod *corev1.Pod, p Pod, latest Latest, held string) (bool, string, []ContainerResources) {
 	rec := p.Record
 	imagesOnly := rec.ImagelessHash == latest.ImagelessHash ||
@@ -470,20 +347,15 @@ func upgradable(pod *corev1.Pod, p Pod, latest Latest, held string) (bool, strin
 		}
 	}
 	if held != "" && imagesOnly {
-		// The kubelet holds the resize to what the latest revision
-		// declares. A revision the pod reaches in place otherwise (an
-		// undo) is written over it.
+		// The kubelet holds the latest resize; an undo is written over it.
 		ok, why = false, held
 	}
 	return ok, why, resize
 }
 
-// judgeDisruption sets whether the rollout has p down (Disrupting),
-// whether its last write is back (Back, BackButOwed), and whether it failed
-// again once released (Again), from its record and w. waiting: the pod is Ready, and has not been Ready for its last write's
-// minReadySeconds yet; judged whether or not the write is done, so that a
-// pod whose images are done but for a resize or a handoff it owes waits
-// out minReadySeconds too before it is recorded back.
+// judgeDisruption sets Disrupting, Back, BackButOwed and Again from p's
+// record and w. A Ready pod waits out minReadySeconds even when done, so
+// one owing a resize or handoff waits too before it is recorded back.
 func (p *Pod) judgeDisruption(w progress) {
 	rec := p.Record
 	waiting := !p.ReleaseAt.IsZero()
@@ -491,20 +363,14 @@ func (p *Pod) judgeDisruption(w progress) {
 	case rec.Write == nil && rec.Released != nil:
 		p.Again = rec.Released.WasReady && p.Updated && (!p.Ready || waiting)
 	case rec.Write == nil:
-		// Written before writes were kept, by a version that wrote ready
-		// pods only within maxUnavailable: an update in flight in a pod
-		// still ready, or no longer ready, is taken for a disruption, as
-		// that version counted it; one in a pod never written while ready
-		// cannot be told apart, and counts while its container runs the
-		// old instance.
+		// A record without a Write, from a version that wrote ready
+		// pods only within maxUnavailable: judged as it counted them.
 		p.Disrupting = p.Updating && (p.PodReady || p.runningInFlightAny())
 		p.Back = w.wrote && w.complete
 	case rec.Write.WasReady:
-		// A ready pod whose write lacks only its resize runs, ready, what
-		// it ran: the resize still to write is a disruption of its own.
+		// Only its resize still to write: a disruption of its own.
 		waitsForResize := w.onlyOwed && len(p.ResizeOwed) > 0
-		// A hot upgrade counted only since the pod turned ready, whose
-		// first write is done: its handoff takes a slot of its own.
+		// Counted since it turned ready: its handoff takes a slot.
 		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
 		p.Disrupting = !p.Ready || waiting
 		p.BackButOwed = p.PodReady && !waiting && (waitsForResize || waitsForHandoff)
@@ -512,20 +378,16 @@ func (p *Pod) judgeDisruption(w progress) {
 	default:
 		p.Back = w.complete && !waiting
 		// Written while not ready, ready now with the write still to
-		// come: the kubelet's restart will take it down. Next records it
-		// (ActionRecordDisruption), so that it counts until it is back.
+		// come: it counts from now on (ActionRecordDisruption).
 		p.Disrupting = p.PodReady && p.runningInFlightAny()
 	}
 }
 
 // releaseTime returns when pod, with the write rec records done, has been
-// Ready for the write's minReadySeconds, or will have been: counted from
-// the later of the Ready condition's last transition to True and the start
-// of every running sidecar rec says was written, both from the node's
-// clock, so that a sidecar that crashed and started again, in a pod that
-// never showed Ready=False (a sidecar without a readiness probe), starts
-// it again. A node clock behind the manager's shortens the wait by the
-// skew. Worked cases, minReadySeconds 10:
+// Ready for minReadySeconds, or will have been: from the later of the
+// Ready transition and the start of every written sidecar (node clock),
+// so that a sidecar's restart, even while the pod stays Ready, counts.
+// Worked cases, minReadySeconds 10:
 //
 //	Ready since 12:00:10, sidecar started 12:00:05 → 12:00:20
 //	Ready since 12:00:10, sidecar started 12:00:25 → 12:00:35 (it restarted)
@@ -564,11 +426,9 @@ func releaseTime(pod *corev1.Pod, recorded []revision.ContainerState, minReadySe
 }
 
 // mayBeOld reports whether a new running container of a sidecar written
-// in place may be the old one, crashed and started again from the spec
-// before the write: the kubelet publishes a sync's status, at the write's
-// generation, before it acts on the written spec, and then stops that
-// container. It runs the content the write replaced under another name
-// than the one written (a tag of the same content reads the same).
+// in place may be the old one restarted before the kubelet acted on the
+// write: it runs the replaced content under another name than the one
+// written.
 func mayBeOld(rc revision.ContainerState, st corev1.ContainerStatus) bool {
 	return rc.PreviousContainerID != "" && st.ContainerID != rc.PreviousContainerID &&
 		rc.PreviousImage != rc.Image && rc.PreviousImageID != "" &&
@@ -576,9 +436,7 @@ func mayBeOld(rc revision.ContainerState, st corev1.ContainerStatus) bool {
 }
 
 // stopTime is how long after its start a container that mayBeOld counts
-// as started: by then the kubelet has acted on the write and stopped the
-// old one, which takes it up to the pod's terminationGracePeriodSeconds
-// (30 unless set) and a moment to begin.
+// as started: the old one's terminationGracePeriodSeconds and a moment.
 func stopTime(pod *corev1.Pod) time.Duration {
 	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
@@ -603,11 +461,8 @@ func written(rc revision.ContainerState) bool {
 	return rc.PreviousContainerID != "" || rc.PreviousImage != "" || rc.PreviousImageID != "" || rc.NoneRan || rc.Resized
 }
 
-// runsImage reports whether a running container's status shows image: the
-// status names it, as the runtime reads references, or image pins the
-// digest the status's imageID shows. The runtime names the image by one of
-// the tags its content has, so a tag that shares content with others may
-// show as another of them.
+// runsImage reports whether a running container's status shows image, by
+// name as the runtime reads it, or by the digest image pins.
 func runsImage(st corev1.ContainerStatus, image string) bool {
 	if SameImage(image, st.Image) {
 		return true
@@ -616,11 +471,8 @@ func runsImage(st corev1.ContainerStatus, image string) bool {
 	return d != "" && d == imageIDDigest(st.ImageID)
 }
 
-// startFailed reports whether a container that does not run is waiting
-// because the kubelet could not start it from its spec: its image does not
-// pull or is not valid, its configuration is refused, or it keeps crashing.
-// The kubelet has then acted on the spec; any other container that does not
-// run is still being replaced or started.
+// startFailed reports whether a container that does not run waits because
+// the kubelet acted on its spec and could not start it.
 func startFailed(st corev1.ContainerStatus) bool {
 	if st.State.Waiting == nil {
 		return false
@@ -653,8 +505,7 @@ func (p Pod) unacted() (Container, bool) {
 	return Container{}, false
 }
 
-// runningInFlightAny reports whether a sidecar of p whose write is in
-// flight runs: the kubelet has yet to restart it.
+// runningInFlightAny reports whether runningInFlight finds a sidecar.
 func (p Pod) runningInFlightAny() bool {
 	_, ok := p.runningInFlight()
 	return ok
@@ -669,8 +520,7 @@ func (p Pod) container(name string) (Container, bool) {
 	return Container{}, false
 }
 
-// specContainer finds a container by name among the pod's containers and
-// init containers; names are unique across both.
+// specContainer finds a container by name in containers or initContainers.
 func specContainer(pod *corev1.Pod, name string) (corev1.Container, bool, bool) {
 	if c, ok := byName(pod.Spec.Containers, name); ok {
 		return c, false, true
@@ -681,8 +531,7 @@ func specContainer(pod *corev1.Pod, name string) (corev1.Container, bool, bool) 
 	return corev1.Container{}, false, false
 }
 
-// containerStatus returns the status of the named container, or a zero
-// status (not running) when the kubelet has not reported one yet.
+// containerStatus returns the named container's status, zero if none yet.
 func containerStatus(pod *corev1.Pod, name string, init bool) corev1.ContainerStatus {
 	statuses := pod.Status.ContainerStatuses
 	if init {
@@ -737,12 +586,9 @@ func (s Sets) classifyFor(pod *corev1.Pod, name string, rec revision.SetState, n
 	return Classify(pod, rec, l), ok
 }
 
-// DisruptedBy names, sorted, the SidecarSets of state whose rollouts
-// disrupted pod, which is not back yet (Pod.Disrupting), judged at now.
-// A set sets does not name was deleted and releases nothing any more: its
-// record counts only while its write is in flight. A pod back but for a
-// write of its own (BackButOwed) is ready: it counts for its set until
-// the record says so, and for no budget.
+// DisruptedBy names, sorted, the SidecarSets of state whose rollouts have
+// pod down (Pod.Disrupting) at now. A deleted set (not in sets) counts
+// only while its write is in flight; a BackButOwed pod counts for none.
 func DisruptedBy(pod *corev1.Pod, state revision.State, sets Sets, now time.Time) []string {
 	var names []string
 	for name, rec := range state {
@@ -758,11 +604,8 @@ func DisruptedBy(pod *corev1.Pod, state revision.State, sets Sets, now time.Time
 	return names
 }
 
-// MarkOthers sets what the records of others, the pod's other sets, tell
-// about p, the pod classified for one set: DisruptedBy, and OthersWriting
-// when p is Ready and Back. A deleted set does not hold a Ready pod: it
-// releases nothing any more, so nothing can be released on a Ready its
-// write is about to end.
+// MarkOthers sets p's DisruptedBy, and OthersWriting when p is Ready and
+// Back, from others, the pod's other sets' records.
 func MarkOthers(p *Pod, pod *corev1.Pod, others revision.State, sets Sets, now time.Time) {
 	p.DisruptedBy = DisruptedBy(pod, others, sets, now)
 	if !p.PodReady {
@@ -777,12 +620,8 @@ func MarkOthers(p *Pod, pod *corev1.Pod, others revision.State, sets Sets, now t
 	}
 }
 
-// OthersWriting reports whether a write of one of the records of others,
-// the pod's other sets, that no set counts still has a running sidecar for
-// the kubelet to restart in pod (Pod.OthersWriting): one made while the pod
-// was not Ready, or by a set sets does not name (deleted). A write whose
-// set owes only a write of its own (a resize or a handoff, recorded back)
-// has nothing in flight.
+// OthersWriting reports whether a write of others that no set counts still
+// has a running sidecar to restart in pod (Pod.OthersWriting).
 func OthersWriting(pod *corev1.Pod, others revision.State, sets Sets, now time.Time) bool {
 	for name, rec := range others {
 		c, exists := sets.classifyFor(pod, name, rec, now)
@@ -793,16 +632,12 @@ func OthersWriting(pod *corev1.Pod, others revision.State, sets Sets, now time.T
 	return false
 }
 
-// Disruptions are the labels of the pods that a SidecarSet's rollout has
-// down (Disrupted): the disruptions an in-place write spent, which, unlike
-// an eviction's, no budget's status shows until the kubelet restarted the
-// container. The controller and `kubectl sidecarset restart` count a
-// budget's spent disruptions alike, with Spent.
+// Disruptions are the labels of the pods a SidecarSet's rollout has down
+// (Disrupted), which no budget's status shows yet.
 type Disruptions []labels.Set
 
-// NewDisruptions returns the Disruptions among pods, judged at now against
-// the existing sets. Pods that are not Active count nowhere; of a record
-// that is partly unreadable, the readable entries count.
+// NewDisruptions returns the Disruptions among the Active pods, judged at
+// now; of a partly unreadable record, the readable entries count.
 func NewDisruptions(pods []*corev1.Pod, sets Sets, now time.Time) Disruptions {
 	var d Disruptions
 	for _, pod := range pods {
@@ -827,11 +662,8 @@ func (d Disruptions) Spent(sel labels.Selector) int32 {
 	return n
 }
 
-// BudgetSelector returns the pods a policy/v1 PodDisruptionBudget's selector
-// selects, as the disruption controller reads it: an empty selector ({})
-// selects every pod of the budget's namespace, a nil one none. ok is false
-// for a budget that selects nothing (nil, or a selector that does not parse,
-// which the apiserver refuses anyway).
+// BudgetSelector returns what a PodDisruptionBudget's selector selects, as
+// the disruption controller reads it ({} all, nil none); ok is false for none.
 func BudgetSelector(s *metav1.LabelSelector) (labels.Selector, bool) {
 	if s == nil {
 		return nil, false

@@ -8,69 +8,28 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-// UpdateComplete reports whether the kubelet runs what was last written into
-// a sidecar container that keeps running (a regular or native sidecar), given
-// the container's record, the record's last write (nil when none), the
-// container's status, and the pod's status.observedGeneration.
+// UpdateComplete reports whether the kubelet runs what was last written
+// into a sidecar that keeps running, given its record, the record's last
+// write (nil when none), its status, and the pod's observedGeneration.
 //
-// The kubelet restarts a container when the hash of its name and image
-// changes: any change of the image string, even to a reference of the same
-// content (a digest pin, a mirror). So an in-place update is complete when
-// the container is running and either
+// The kubelet restarts a container when its image string changes, even to
+// the same content (a digest pin), so no imageID or digest alone proves a
+// restart. A write is complete when the container runs and either
 //
-//   - a new container runs: its containerID differs from the one recorded
-//     just before the write (PreviousContainerID). When the written image is
-//     the one that previous container was started from (PreviousImage: an
-//     undo, or A→B→A while B was in flight), the new container must also
-//     run the previous content (PreviousImageID): a container of the image
-//     in between, which the kubelet is about to replace, proves nothing; or
-//   - the previous container still runs and was started from the written
-//     image: the kubelet never acted on the write in between (A→B→A before
-//     it synced), and has nothing to restart.
+//   - a new container runs; one back to the image that ran before (an undo,
+//     A→B→A) must also run that content (PreviousImageID), as one of the
+//     image in between, about to go, proves nothing; or
+//   - the previous container still runs, started from the written image,
+//     and the kubelet reported the write's generation: it has nothing to do.
 //
-// Until the kubelet reports (status.observedGeneration) the generation the
-// write produced, nothing it reports proves anything about the write. Having
-// reported it proves less than it seems: the kubelet publishes a sync's
-// status before acting on the spec, so its first status at that generation
-// still shows the container the previous sync left. A new containerID is
-// what proves the restart; the generation only rules out a container
-// restarted for another reason (a crash) before the kubelet saw the write.
-// The same container counts only once the generation is reported: then the
-// kubelet has seen the written spec and left the container running, which
-// it does only when that container already matches it.
-//
-// Neither imageID nor digest alone proves a restart. Pinning x:v1 to
-// x@sha256:<v1's digest> restarts the container although the running imageID
-// already shows that digest; the old rule, "the imageID changed or equals a
-// declared digest", judged such a write complete at once and let the next
-// pod go before the first had restarted. And an undo after a failed pull
-// writes back the image whose imageID was recorded, so "the imageID changed"
-// never held.
-//
-// A record of a container never written in place (after injection or
-// adoption) is complete once the container runs: the kubelet created it from
-// the injected spec. One written while no container of it had started yet
-// (NoneRan) is complete once a container runs whose status shows the
-// written image, or that is not the first (restartCount above 0): the
-// kubelet may have been creating one from the spec before, and it shows
-// that one at the write's generation too, just before it replaces it; any
-// later one it created from the written spec. Only a first container of a
-// tag that shares its content with the one before, which the runtime may
-// name by that other tag, is not told from the one before: such a write
-// waits until the container restarts or the pod is recreated. A write made
-// over ones the kubelet had not finished (Between) is not complete while
-// the status shows a container of one of their images: the kubelet may
-// start it first, and shows it at the write's generation too. The status
-// is not required to show the written image: the runtime names a
-// container by the first tag its content has on the node, so the written
-// image's container may show as another tag; only a container of an image
-// in between that shares its content with a tag named before it is not
-// told apart, and is taken for the write's. A record written before writes were kept
-// (revision.Write) is judged as it was then: by the imageID changing, or a
-// declared digest equal to the running one.
-//
-// A container that is not running (waiting in ErrImagePull or
-// CrashLoopBackOff, or terminated) is not complete: it runs nothing yet.
+// Nothing reported before the write's generation proves anything, and the
+// first status at it still shows the previous sync's container. A container
+// never written in place is complete once it runs; one written while none
+// had started (NoneRan), once one runs showing the written image, or
+// restarted. A write over unfinished ones (Between) is not complete while
+// a container of their images runs; the status need not show the written
+// image, which the runtime may name by another tag. A record without a
+// Write is judged by the imageID changing, or a declared digest running.
 //
 // Worked cases, previous container c1 started from x:v1 (imageID
 // r/x@sha256:aaa…) unless said otherwise:
@@ -98,8 +57,7 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 		return true
 	}
 	if write == nil {
-		// As that version judged it, digest shortcut included: it judged
-		// these writes by it, and the pods it let go on are long done.
+		// As the version that wrote it judged it, digest shortcut included.
 		if d := declaredDigest(rc.Image); d != "" && d == imageIDDigest(st.ImageID) {
 			return true
 		}
@@ -127,8 +85,7 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 }
 
 // sameImageID reports whether two status imageIDs name the same content:
-// their digests when both carry one (so the same image reported with and
-// without a runtime prefix is the same), the strings otherwise.
+// their digests when both carry one, the strings otherwise.
 func sameImageID(a, b string) bool {
 	if da, db := imageIDDigest(a), imageIDDigest(b); da != "" && db != "" {
 		return da == db
@@ -149,8 +106,7 @@ func declaredDigest(image string) string {
 	return ""
 }
 
-// imageIDDigest returns the digest in a container status imageID, in either
-// form the runtimes report, or "".
+// imageIDDigest returns the digest in a container status imageID, or "".
 func imageIDDigest(id string) string {
 	if _, rest, ok := strings.Cut(id, "://"); ok {
 		id = rest

@@ -9,24 +9,12 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-// SameImage reports whether inSpec, a sidecar's image in the pod spec, means
-// what recorded, the image last written, says: then the container has not
-// drifted. Other admission policies rewrite images without changing what
-// runs (a digest-pinning policy appends the digest a tag resolves to; a
-// registry mirror serves the same content under another name), and
-// comparing strings would report every such pod as drifted, and make
-// driftPolicy Revert fight the policy for ever.
-//
-// References are compared as the container runtime reads them: a name
-// without a registry is on docker.io, a one-part Docker Hub name is under
-// library/, a name with neither tag nor digest has the tag latest, and a
-// digest decides the content whatever the name or tag beside it. So inSpec
-// means recorded when the strings are equal, when both name the same
-// repository and tag and neither has a digest, when both pin the same
-// digest, or when inSpec is recorded with a digest appended. A tag alone
-// says nothing about content, so a different tag, a different digest, a
-// tag replaced by a digest or a digest taken away, and a mirror named by
-// tag are drift.
+// SameImage reports whether inSpec, a sidecar's image in the pod spec,
+// means recorded, the image last written: then it has not drifted. Policies
+// rewrite images without changing what runs (a digest pin, a mirror by
+// digest), and driftPolicy Revert would fight them for ever. References
+// are read as the runtime does; a digest decides the content whatever the
+// name, and a tag alone says nothing about it.
 //
 // Worked cases:
 //
@@ -65,11 +53,9 @@ func SameImage(recorded, inSpec string) bool {
 	return r.repo == s.repo && r.tag == s.tag
 }
 
-// reference is an image reference normalised as the container runtime
-// reads it.
+// reference is an image reference normalised as the runtime reads it.
 type reference struct {
-	// repo is the repository with its registry, e.g.
-	// docker.io/library/nginx.
+	// repo is the repository with its registry: docker.io/library/nginx.
 	repo string
 	// tag is the tag; "latest" when neither tag nor digest is given.
 	tag         string
@@ -89,8 +75,7 @@ func parseReference(s string) (reference, bool) {
 			return reference{}, false
 		}
 	}
-	// A colon after the last slash starts the tag; one before it is a
-	// registry port.
+	// A colon after the last slash starts the tag; one before is a port.
 	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
 		name, r.tag, r.explicitTag = name[:i], name[i+1:], true
 		if r.tag == "" {
@@ -119,18 +104,11 @@ func parseReference(s string) (reference, bool) {
 	return r, true
 }
 
-// RecordAdmitted returns state with every recorded container's image set to
-// the one pod's spec carries, and whether that changed anything. The pod
-// webhook calls it on a pod being created, after injecting it: a mutator
-// that runs after the webhook (a MutatingAdmissionPolicy re-run because the
-// webhook changed the pod, a later webhook) may rewrite an injected image,
-// and the apiserver then reinvokes the webhook (reinvocationPolicy
-// IfNeeded), which records what will be stored rather than what it wrote.
-// Nobody has edited a pod that does not exist yet, so whatever admission
-// made of the image is what was written. For the same reason nothing was
-// written into it in place: a record copied from a live pod (a restored
-// backup, a template made from a pod) loses its write, which would
-// otherwise be waited for for ever. The input is not modified.
+// RecordAdmitted returns state with every recorded image set to the one
+// pod's spec carries, and whether that changed anything. The pod webhook
+// calls it on a pod being created: nobody has edited it yet, so what later
+// mutators made of an image is what was written, and no write is in flight
+// (a record copied from a live pod loses its write). state is not modified.
 func RecordAdmitted(state revision.State, pod *corev1.Pod) (revision.State, bool) {
 	out := make(revision.State, len(state))
 	changed := false
@@ -154,8 +132,7 @@ func RecordAdmitted(state revision.State, pod *corev1.Pod) (revision.State, bool
 	return out, changed
 }
 
-// Rewrite is an image the apiserver stored in place of the one a write of
-// the controller gave it.
+// Rewrite is an image the apiserver stored in place of the one written.
 type Rewrite struct {
 	// Container is the sidecar's name in the pod.
 	Container string
@@ -163,21 +140,11 @@ type Rewrite struct {
 	Written, Stored string
 }
 
-// RecordStored returns the record u wrote with, for each container u wrote,
-// the image the apiserver stored instead when admission rewrote it into
-// drift (not SameImage: a registry mirror by tag, as Kyverno's
-// replace-registry or a MutatingAdmissionPolicy do on UPDATE), and those
-// rewrites; none when every image was stored as written or as one that
-// means it. stored is the pod the apiserver returned from u's write.
-//
-// The controller writes the record again when there are any: recorded as
-// written, the image stored is drift from the controller's own write, and
-// driftPolicy Revert would write it back at once, to be stored as the
-// mirror again, for ever. Recorded as stored, the pod is not drifted, and
-// it is written again only for a revision whose image it does not carry
-// (updateOf), which admission may rewrite again, once. It is RecordAdmitted's
-// rule at creation: what admission made of a write is what was written.
-// The input is not modified.
+// RecordStored returns the record u wrote with, for each container u
+// wrote, the image the apiserver stored instead when admission rewrote it
+// into drift (a mirror by tag), and those rewrites: recorded as written,
+// driftPolicy Revert would write it back, to be rewritten, for ever.
+// stored is the pod the apiserver returned. u is not modified.
 //
 // Worked cases, u writes exporter:v1:
 //
@@ -205,11 +172,8 @@ func RecordStored(u PodUpdate, stored *corev1.Pod) (revision.SetState, []Rewrite
 }
 
 // Rewritten names the running sidecars of p, on the latest revision, whose
-// recorded image does not mean the declared one: the apiserver stored
-// another image than written, and admission's rewrite was recorded
-// (RecordAdmitted at creation, RecordStored after a write). On the latest
-// revision nothing else records another image: an update records the
-// declared one, whether it writes it or finds it in the spec.
+// recorded image does not mean the declared one: admission's rewrite was
+// recorded (RecordAdmitted, RecordStored).
 func (p Pod) Rewritten(latest Latest) []string {
 	if !p.Updated {
 		return nil

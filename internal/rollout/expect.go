@@ -8,26 +8,16 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-// Fresher returns the view of a pod to judge: cached, the manager's cache
-// of it, or written, the pod as the apiserver returned it from this
-// controller's last write of setName's record, when the cache has not caught
-// up with that write yet. It also reports whether the cache has caught up,
-// after which written can be forgotten.
+// Fresher returns the view of a pod to judge: cached, from the manager's
+// cache, or written, as the apiserver returned this controller's last
+// write of setName's record, while the cache has not caught up with that
+// write; and whether it has, after which written can be forgotten. The
+// cache lags the controller's own writes: a reconcile that saw the pod as
+// before the write would not count it, and write the next pod beside it.
 //
-// The cache lags the controller's own writes. A reconcile that runs before
-// the write's watch event arrived (a requeue, an event of the SidecarSet or
-// of another pod) would otherwise see the pod as it was before it was
-// written: not updating, so not counted against maxUnavailable, and the next
-// pod would be written beside it.
-//
-// The resourceVersions tell the two apart: since Kubernetes 1.35 they
-// compare (KEP-5504), and a cached pod whose resourceVersion is not below the
-// written one's is that write or a later version of the pod, whatever it
-// shows. The record tells only some later versions from the pod before the
-// write: another set's write may have settled it back to what it was
-// (Apply), and a resize written after its record, over a record recorded
-// back, leaves it as it was but for WasReady.
-//
+// Since Kubernetes 1.35 resourceVersions compare (KEP-5504): a cached pod
+// not below the written one is that write or a later one, whatever its
+// record shows (another set's write may have settled it back, Apply).
 // Worked cases, the controller wrote record R2 over R1 at resourceVersion 12:
 //
 //	cached resourceVersion 11, record R1 (the write not seen yet) → written, not caught up
@@ -36,9 +26,8 @@ import (
 //	cached resourceVersion 9                                      → written, not caught up (9 < 12)
 //	cached of another UID                                         → cached, caught up
 //
-// An apiserver whose resourceVersions do not compare gets the record's
-// rule: the cache has caught up once it shows a newer spec than the one
-// written, or the same spec and record R2.
+// Where they do not compare, the cache has caught up once it shows a newer
+// spec than the one written, or the same spec and record R2.
 func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 	if cached.UID != written.UID {
 		// Another pod of the same name: the written one is gone.
@@ -52,8 +41,7 @@ func Fresher(cached, written *corev1.Pod, setName string) (*corev1.Pod, bool) {
 	}
 	if cached.Generation > written.Generation ||
 		(cached.Generation == written.Generation && recordOf(cached, setName) == recordOf(written, setName)) {
-		// A newer spec than the one written is a later version too. The
-		// record alone does not tell a resize written after it.
+		// A newer spec than the one written is a later version too.
 		return cached, true
 	}
 	return written, false

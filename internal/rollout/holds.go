@@ -19,44 +19,27 @@ type HoldReason string
 const (
 	// HeldByPartition means the partition keeps the pod on its revision.
 	HeldByPartition HoldReason = "Partition"
-	// HeldByMaxUnavailable means as many pods as maxUnavailable allows are
-	// updating or updated but not ready.
+	// HeldByMaxUnavailable means maxUnavailable pods are down already.
 	HeldByMaxUnavailable HoldReason = "MaxUnavailable"
-	// HeldByDisruptionBudget means a PodDisruptionBudget of the pod allows no
-	// further disruption now.
+	// HeldByDisruptionBudget means a budget of the pod allows no disruption.
 	HeldByDisruptionBudget HoldReason = "DisruptionBudget"
-	// HeldNotUpgradable means something changed that the pod cannot take in
-	// place (Pod.NotUpgradable says what); the pod needs a recreate.
+	// HeldNotUpgradable means the pod needs a recreate (Pod.NotUpgradable).
 	HeldNotUpgradable HoldReason = "NotUpgradable"
 	// HeldPaused means updateStrategy.paused is true.
 	HeldPaused HoldReason = "Paused"
 	// HeldNotUpdate means updateStrategy.type is NotUpdate.
 	HeldNotUpdate HoldReason = "NotUpdate"
-	// HeldInFlight means the pod's last write is not done, and the container it
-	// restarts runs.
+	// HeldInFlight means the pod's last write is not done, its sidecar running.
 	HeldInFlight HoldReason = "InFlight"
-	// HeldByOtherRollout means another SidecarSet's rollout has the pod down
-	// (Pod.DisruptedBy), and the write, not a handoff, would restart
-	// a running sidecar of it, every one it writes serving: the pod goes
-	// once it is back.
+	// HeldByOtherRollout means another set's rollout has the pod down.
 	HeldByOtherRollout HoldReason = "OtherRollout"
 	// HeldChangeInFlight means someone else changed a running sidecar's image
-	// (a hand edit) and the kubelet has not acted on it yet: its status
-	// still shows another image running. Written now, the pod would record
-	// as the container to see replaced the one the kubelet is about to
-	// replace anyway, and take the container that change starts for this
-	// write's; or, if the kubelet skipped the change, wait for a restart
-	// that never comes. The pod goes once the status shows the spec's
-	// image running, or the kubelet failing to start it. The runtime names a running
-	// image by one of the tags its content has now, so an edit to a tag
-	// that shares its content with others may show as another of them for
-	// as long as the container runs: such a pod waits, reported, and the
-	// rollout does not stall on it (status.Compute).
+	// and the kubelet has not acted on it yet: written now, the pod would
+	// record as replaced the container about to go anyway. A tag sharing its
+	// content may show as another for good: the rollout does not stall on it.
 	HeldChangeInFlight HoldReason = "ChangeInFlight"
 	// HeldNodeLost means the pod's node is not Ready (Pod.NodeLost): its
-	// kubelet acts on nothing, and would act on every write at once when
-	// it is back. The pod goes once its node is Ready again; meanwhile the
-	// rollout neither counts it nor waits for it.
+	// kubelet would act on every write at once when it is back.
 	HeldNodeLost HoldReason = "NodeLost"
 )
 
@@ -67,18 +50,13 @@ type Held struct {
 	Message string
 }
 
-// A hold keeps a job's write back, and says why; ok is false when it lets
-// the write go.
+// A hold keeps a job's write back, and says why; ok is false if it lets it go.
 type hold func(j job, t *tally) (reason HoldReason, msg string, ok bool)
 
-// holdChain is every hold on a write Next would make, in the order they are
-// asked: the first that keeps a write says why. Whose hold it is orders
-// them: the pod's node and the kubelet first (until the pod can take a
-// write, nothing else matters), then the set's own hot upgrade, another
-// SidecarSet's rollout, this set's maxUnavailable, and last the pod's
-// PodDisruptionBudgets. Pods with no write to make are held before it:
-// by the partition or as not upgradable (idle), and every write but a
-// handoff by a pause or NotUpdate (handoffsOnly).
+// holdChain is every hold on a write Next would make, asked in order: the
+// first that keeps a write says why. The pod's node and kubelet come first
+// (until the pod can take a write nothing else matters), then the set's
+// hot upgrade, another set's rollout, maxUnavailable, and last the budgets.
 var holdChain = []hold{
 	holdNodeLost,
 	holdBackButOwed,
@@ -91,8 +69,7 @@ var holdChain = []hold{
 }
 
 // tally is what one plan may still spend: the room maxUnavailable leaves,
-// and the disruptions spent of each budget, the plan's own writes counted
-// as they are made (spend).
+// and each budget's spent disruptions, counting the plan's own (spend).
 type tally struct {
 	scope   Scope
 	room    int
@@ -100,8 +77,7 @@ type tally struct {
 	spent   map[string]int32
 }
 
-// newTally starts a plan's tally with the room scope leaves and what
-// budgets say is spent.
+// newTally starts a plan's tally from scope and budgets.
 func newTally(scope Scope, budgets map[types.NamespacedName][]Budget) *tally {
 	t := &tally{scope: scope, room: scope.MaxUnavailable - scope.Unavailable, budgets: budgets, spent: map[string]int32{}}
 	for _, bs := range budgets {
@@ -122,8 +98,7 @@ func (t *tally) holds(j job) (HoldReason, string, bool) {
 	return "", "", false
 }
 
-// spend counts j's write, which no hold keeps, against maxUnavailable and
-// the pod's budgets.
+// spend counts j's write against maxUnavailable and the pod's budgets.
 func (t *tally) spend(j job) {
 	if !j.u.Disrupts {
 		return
@@ -134,8 +109,7 @@ func (t *tally) spend(j job) {
 	}
 }
 
-// own is 1 when j's pod counts already (counted): it is in the count, and
-// its write takes that place, not one more.
+// own is 1 when j's pod counts already (counted): its write takes that place.
 func (j job) own() int32 {
 	if j.pod.counted() {
 		return 1
@@ -144,9 +118,8 @@ func (j job) own() int32 {
 }
 
 // ownBudget is 1 when j's pod is among its budgets' spent disruptions
-// (Disrupting: Disrupted over its records), and its write takes that place.
-// A pod that failed again is not: the disruption controller sees it
-// unhealthy itself.
+// (Disrupting). One that failed Again is not: the disruption controller
+// sees it unhealthy itself.
 func (j job) ownBudget() int32 {
 	if j.pod.Disrupting {
 		return 1
@@ -159,20 +132,15 @@ func holdNodeLost(j job, _ *tally) (HoldReason, string, bool) {
 	return HeldNodeLost, "its node is not Ready: the pod is written once the node is back", j.pod.NodeLost
 }
 
-// holdBackButOwed: the pod's record says it is back first (ActionRecordBack,
-// in bookkeeping); then it no longer counts, and the write it owes takes a slot
-// as a new one does. Written now, that write would leave the record
-// unwritten for as long as it fails.
+// holdBackButOwed: the pod's record says it is back first (bookkeeping):
+// written now, the write it owes would leave that unrecorded while it fails.
 func holdBackButOwed(j job, _ *tally) (HoldReason, string, bool) {
 	return HeldInFlight, "the pod is back but for a write that restarts it again; recording that it is back first", j.pod.BackButOwed
 }
 
-// holdInFlight: the kubelet has not finished the last write. Written again
-// now, the pod could show, as the kubelet's first status of the new spec,
-// the container of the write in flight running and ready, and be judged
-// done just before the kubelet replaces it. A write whose container does
-// not run (a pull that fails, a crash loop) is written over at once: an
-// undo.
+// holdInFlight: the kubelet has not finished the last write: its first
+// status of a new spec could show that container ready, judged done just
+// before it is replaced. One whose container does not run is written over.
 func holdInFlight(j job, _ *tally) (HoldReason, string, bool) {
 	c, ok := j.pod.runningInFlight()
 	if !ok {
@@ -185,8 +153,7 @@ func holdInFlight(j job, _ *tally) (HoldReason, string, bool) {
 	return HeldInFlight, msg, true
 }
 
-// holdChangeInFlight: the kubelet has not acted on someone else's change
-// (HeldChangeInFlight).
+// holdChangeInFlight: see HeldChangeInFlight.
 func holdChangeInFlight(j job, _ *tally) (HoldReason, string, bool) {
 	c, ok := j.pod.unacted()
 	if !ok {
@@ -200,11 +167,9 @@ func holdChangeInFlight(j job, _ *tally) (HoldReason, string, bool) {
 		c.Image, c.Name, shows), true
 }
 
-// holdHandoff: a hot upgrade's handoff comes first (hot.go) and has nothing
-// to write. Due for an update, the handoff waits for a write of the old
-// slot in flight: an update now would record the latest revision without
-// the hot sidecar's image. Owed alone, the set no longer declares the
-// sidecar hot, and the pod needs a recreate.
+// holdHandoff: a handoff with nothing to write. Due for an update, it waits
+// for the old slot's write in flight; owed alone, the set no longer
+// declares the sidecar hot, and the pod needs a recreate.
 func holdHandoff(j job, _ *tally) (HoldReason, string, bool) {
 	if j.u.Action != ActionHandoff || len(j.u.Containers) > 0 {
 		return "", "", false
@@ -217,13 +182,10 @@ func holdHandoff(j job, _ *tally) (HoldReason, string, bool) {
 	return HeldInFlight, fmt.Sprintf("the handoff of %s waits for the kubelet to finish the last write of its old slot", owed), true
 }
 
-// holdOtherRollout: another SidecarSet's rollout has the pod down, or its
-// write is still to take it down, and this write would keep it down longer,
-// which no budget or slot would count. It goes once the pod is back, unless it writes a sidecar that does not
-// serve (Pod.DisruptedBy), or is a handoff, owed alone or the first
-// step of an update (updateOf): the old slot it writes has handed its work
-// over, and held, the hot upgrade could not end. A pod this rollout
-// disrupted already holds its slot and its budgets' disruption.
+// holdOtherRollout: another set's rollout has the pod down, or is taking
+// it down, and this write would keep it down unseen by budgets and slots.
+// It lets go a write of an unserving sidecar, a handoff (held, the upgrade
+// could not end), and a write into a pod this rollout has down already.
 func holdOtherRollout(j job, _ *tally) (HoldReason, string, bool) {
 	p, u := j.pod, j.u
 	if len(p.DisruptedBy) == 0 || p.Disrupting || u.Action == ActionHandoff || !u.restartsRunning(p) || u.writesUnserving(p) {
@@ -234,8 +196,7 @@ func holdOtherRollout(j job, _ *tally) (HoldReason, string, bool) {
 }
 
 // holdMaxUnavailable: a write that disrupts the pod finds maxUnavailable
-// spent. A pod that counts already takes its own place, and only while the
-// count is within maxUnavailable.
+// spent; a pod that counts already takes its own place.
 func holdMaxUnavailable(j job, t *tally) (HoldReason, string, bool) {
 	if !j.u.Disrupts || t.room+int(j.own()) > 0 {
 		return "", "", false
@@ -244,8 +205,7 @@ func holdMaxUnavailable(j job, t *tally) (HoldReason, string, bool) {
 		t.scope.MaxUnavailable, podCount(t.scope.MaxUnavailable-t.room)), true
 }
 
-// holdDisruptionBudget: a write that disrupts the pod finds one of its
-// budgets spent (exhausted).
+// holdDisruptionBudget: a write that disrupts the pod finds a budget spent.
 func holdDisruptionBudget(j job, t *tally) (HoldReason, string, bool) {
 	if !j.u.Disrupts {
 		return "", "", false
@@ -256,9 +216,8 @@ func holdDisruptionBudget(j job, t *tally) (HoldReason, string, bool) {
 	return "", "", false
 }
 
-// exhausted returns the first budget that allows no further disruption once
-// the ones spent by this plan are counted, but for own, the pod's own
-// disruption that the spent ones count already.
+// exhausted returns the first budget that allows no further disruption,
+// counting spent ones but for own, the pod's own disruption among them.
 func exhausted(budgets []Budget, spent map[string]int32, own int32) (Budget, bool) {
 	for _, b := range budgets {
 		if b.DisruptionsAllowed-(spent[b.Name]-own) <= 0 {
@@ -283,13 +242,10 @@ func sortHeld(h []Held) {
 	slices.SortFunc(h, func(a, b Held) int { return compareKeys(a.Pod, b.Pod) })
 }
 
-// KeptBack says why strategy s may keep a pod with podLabels on a revision
-// other than the latest, whatever the count of pods, or "" when it lets
-// the pod move: the rollout is stopped (NotUpdate, paused), a partition
-// above 0 keeps some pods, or the selector leaves the pod out. Next holds
-// pods for the same reasons, the partition by count; `kubectl sidecarset
-// restart` recreates no pod they may keep, as a new pod takes the latest
-// revision at injection. partition reports that the partition keeps it.
+// KeptBack says why strategy s may keep a pod with podLabels on an older
+// revision whatever the count of pods, or "": stopped, a partition above 0
+// (partition true), or a selector leaving it out. `kubectl sidecarset
+// restart` recreates no such pod: a new one would take the latest revision.
 func KeptBack(s v1alpha1.UpdateStrategy, podLabels map[string]string) (why string, partition bool) {
 	switch {
 	case s.Type == v1alpha1.NotUpdateStrategy:

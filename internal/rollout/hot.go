@@ -6,36 +6,15 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-// A HotUpgrade sidecar runs in a pod as two slots (revision.HotSlot): one
-// serves, the other idles on the empty image. An update to a new image T
-// takes three writes, each of one slot, each waited for like any in-place
-// write:
-//
-//  1. the idle slot gets T, as the next version: the kubelet starts it
-//     beside the serving one, and it takes over (SIDECARSET_VERSION >
-//     SIDECARSET_VERSION_ALT > 0 tells it to);
-//  2. once the next slot is complete and its container Ready (it has
-//     taken over), the old one gets the empty image (a handoff,
-//     ActionHandoff when no update is due);
-//  3. none: the update is complete once the kubelet restarted the old
-//     slot on the empty image.
-//
-// The pod is not Ready for the rollout from the first write until the
-// last is complete, so a pod written while ready holds one of
-// maxUnavailable, and its budgets, through the whole of it. One written
-// while not ready, and counted since it turned ready
-// (ActionRecordDisruption), is recorded back once its first write is done
-// (Pod.BackButOwed): its handoff takes a slot of its own.
-//
-// A newer T2 written during step 1, while the next slot has not taken
-// over, goes into the next slot again (the serving one is left alone); a T
-// equal to the serving slot's image (an undo) sends the next slot back to
-// the empty image. Once the next slot has taken over, its handoff comes
-// first, whatever the target: the old version has given its work up, and
-// emptying or restarting the next one would leave nothing serving. A
-// newer target or an undo then goes into the emptied slot as a hot
-// upgrade of its own. A hand edit of the next slot ends its upgrade: the
-// pod is drifted, and nothing waits for it (upgrading).
+// A HotUpgrade sidecar runs as two slots (revision.HotSlot): one serves,
+// the other idles on the empty image. An update to image T writes one slot
+// at a time, each waited for: the idle slot gets T as the next version,
+// which starts beside the serving one and takes over; once it is complete
+// and Ready, the old slot gets the empty image (the handoff). The pod is
+// not Ready for the rollout until then. Before the takeover, a newer target
+// goes into the next slot again, and an undo empties it; after, the
+// handoff comes first whatever the target, as emptying the next would
+// leave nothing serving. A hand edit of the next slot ends its upgrade.
 //
 // Worked cases, slots p-1 and p-2, target T, empty image E:
 //
@@ -48,16 +27,14 @@ import (
 //	p-1 v0 E, p-2 v2 "b" serving        T "b" → nothing: complete
 //	p-1 v0 E, p-2 v2 "b" serving        T "b", E2 → p-1 gets E2
 
-// hotPair is one HotUpgrade sidecar's slots in a pod, by their index in
-// the pod's record.
+// hotPair is one HotUpgrade sidecar's slots, by index in the pod's record.
 type hotPair struct {
 	of string
 	// serving is the slot that serves; next is the other one.
 	serving, next int
 }
 
-// hotPairs returns the HotUpgrade sidecars recorded in rec, in record
-// order.
+// hotPairs returns the HotUpgrade sidecars recorded in rec, in order.
 func hotPairs(rec revision.SetState) []hotPair {
 	var out []hotPair
 	for i, a := range rec.Containers {
@@ -80,9 +57,8 @@ func hotPairs(rec revision.SetState) []hotPair {
 	return out
 }
 
-// upgrading reports whether the pair's next slot holds a version beside the
-// serving one, as written: an upgrade is under way. A hand edit of the
-// next slot ends it, as it ends any write in flight.
+// upgrading reports whether the pair's next slot holds a version beside
+// the serving one, as written; a hand edit of it ends the upgrade.
 func (h hotPair) upgrading(p Pod) bool {
 	next := p.Record.Containers[h.next]
 	c, ok := p.container(next.Name)
@@ -106,12 +82,8 @@ func (h hotPair) step(p Pod, target, empty string) (string, hotWrite, bool) {
 	switch {
 	case !sok || !nok:
 	case next.Hot.Version != 0 && n.handedOver():
-		// The old version has given its work up: whatever the target,
-		// it only idles now, and the next one is the one to keep. A write
-		// of the old slot still in flight (a drift revert) goes first: a
-		// status of the handoff's spec could show its container. Unless
-		// the kubelet tried it and could not start it (an image that does
-		// not pull): waiting for it could hold the pod for ever.
+		// The old version gave its work up; a write of its slot in
+		// flight goes first, unless the kubelet could not start it.
 		if !s.InFlight || s.stuck() {
 			return s.Name, hotWrite{empty, 0}, true
 		}
@@ -125,17 +97,13 @@ func (h hotPair) step(p Pod, target, empty string) (string, hotWrite, bool) {
 	return "", hotWrite{}, false
 }
 
-// stuck reports whether c's write in flight is one the kubelet acted on
-// and could not start: c waits to start, its status showing the image
-// written.
+// stuck reports whether the kubelet acted on c's write and could not start it.
 func (c Container) stuck() bool {
 	return c.InFlight && c.StartFailed && SameImage(c.StatusImage, c.Recorded.Image)
 }
 
-// handedOver reports whether a next slot has taken over: it runs what was
-// written into it, and its container is Ready. A status that does not
-// show the written image yet is of the container before it (the idle
-// one, ready on the empty image).
+// handedOver reports whether a next slot has taken over: Complete, Ready,
+// showing the written image (before, its status is the idle container's).
 func (c Container) handedOver() bool {
 	return c.Complete && c.Running && c.Ready && c.shows(c.Recorded.Image)
 }
@@ -160,8 +128,7 @@ func hotSteps(p Pod, latest Latest) map[string]hotWrite {
 	return out
 }
 
-// handoffsOwed returns the HotUpgrade sidecars of p whose next slot has
-// taken over while the old one still serves, in record order.
+// handoffsOwed returns the HotUpgrade sidecars of p that owe a handoff.
 func handoffsOwed(p Pod) []string {
 	var out []string
 	for _, h := range hotPairs(p.Record) {
@@ -175,9 +142,8 @@ func handoffsOwed(p Pod) []string {
 	return out
 }
 
-// withHot returns rc with the slot written as w: its image and version.
-// The record's HotSlot is shared with the cache; it is replaced, never
-// modified.
+// withHot returns rc with the slot written as w. The record's HotSlot is
+// shared with the cache: it is replaced, never modified.
 func withHot(rc revision.ContainerState, w hotWrite) revision.ContainerState {
 	rc.Image = w.image
 	slot := *rc.Hot
@@ -186,9 +152,8 @@ func withHot(rc revision.ContainerState, w hotWrite) revision.ContainerState {
 	return rc
 }
 
-// handoffOf writes the empty image into the old slot of each sidecar of
-// p whose next slot has taken over: the last step of a hot upgrade, when
-// no update of the pod is due.
+// handoffOf writes the empty image into the old slot of each sidecar of p
+// whose next slot has taken over, when no update of the pod is due.
 func handoffOf(p Pod, latest Latest) PodUpdate {
 	u := PodUpdate{Pod: p.Key, Action: ActionHandoff, State: p.Record}
 	u.State.Containers = nil

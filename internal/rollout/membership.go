@@ -19,47 +19,35 @@ type Membership string
 
 // Memberships, in the order MemberOf decides them.
 const (
-	// NotMatched: the set's selectors (or its namespace rules) do not select
-	// the pod. It is none of the set's business.
+	// NotMatched means the set's selectors or namespace rules skip the pod.
 	NotMatched Membership = "NotMatched"
-	// Finished: matched, but being deleted or done (Succeeded, Failed). It
-	// will never run again: it counts nowhere and is never written, so a
-	// finished Job pod neither holds a rollout back nor shows as unmanaged.
+	// Finished means matched, but being deleted or done: it counts nowhere
+	// and is never written, so a finished Job pod holds no rollout back.
 	Finished Membership = "Finished"
-	// Managed: matched and carrying the set's record. It counts in
+	// Managed means matched and carrying the set's record: it counts in
 	// matchedPods and takes part in the rollout.
 	Managed Membership = "Managed"
-	// Corrupt: the pod's marks say the set was injected, but its record
-	// cannot be read or is incomplete. It counts in unmanagedPods (the set
-	// cannot manage it), is told in an event, and is never written or
-	// adopted: writing would guess at what the pod runs.
+	// Corrupt means the pod's marks say the set was injected, but its record
+	// cannot be read or is incomplete. It counts as unmanaged, is told in an
+	// event, and is never written or adopted: that would guess at what it runs.
 	Corrupt Membership = "Corrupt"
-	// Replaced: no record of the set, which is the base of a canary (see
-	// inject.CanaryOf) that carries the pod's record or would take the
-	// set's place in it now (inject.Replaces). The pod is the canary's: the
-	// base counts it nowhere, never writes nor adopts it.
+	// Replaced means no record of the set, a canary's base whose canary
+	// carries the pod's record or would take its place: the canary's pod,
+	// which the base counts nowhere.
 	Replaced Membership = "Replaced"
-	// KeptByBase: no record of the set, which is a canary, and the pod
-	// carries its base's record: injected before the canary selected it. A
-	// running pod cannot change sets in place, so it stays the base's until
-	// it is recreated; the canary counts it nowhere, never writes nor
-	// adopts it.
+	// KeptByBase means no record of the set, a canary, and the pod carries
+	// its base's record: a running pod cannot change sets in place, so it
+	// stays the base's, counted nowhere here, until it is recreated.
 	KeptByBase Membership = "KeptByBase"
-	// OptedOut: no record, and the pod refused injection
-	// (sidecarset.dev/inject "false"). It counts in unmanagedPods; it is
-	// never adopted, nor restarted by restart-unmanaged.
+	// OptedOut means no record, and the pod refused injection: unmanaged,
+	// never adopted nor restarted by restart-unmanaged.
 	OptedOut Membership = "OptedOut"
-	// Skipped: no record, and the webhook could not inject the set when the
-	// pod was created (sidecarset.dev/skipped names it). It counts in
-	// skippedPods, not in unmanagedPods; only `restart --skipped` recreates
-	// it, once the reason is fixed (a new pod would be skipped for it
-	// again, which the command's dry run tells). With adoptionPolicy
-	// SameName it may still be adopted (the webhook skips a set whose
-	// container name the pod already has).
+	// Skipped means no record, and the webhook could not inject the set at
+	// creation (sidecarset.dev/skipped). It counts in skippedPods; only
+	// `restart --skipped` recreates it, and SameName adoption may take it.
 	Skipped Membership = "Skipped"
-	// Unmanaged: no record (created before the set, or while the webhook was
-	// down). It counts in unmanagedPods, may be adopted, and
-	// restart-unmanaged recreates it through its owner.
+	// Unmanaged means no record (created before the set, or while the webhook
+	// was down): it may be adopted, or recreated by restart-unmanaged.
 	Unmanaged Membership = "Unmanaged"
 )
 
@@ -76,8 +64,7 @@ func (m Membership) CountsUnmanaged() bool {
 	return m == Unmanaged || m == OptedOut || m == Corrupt
 }
 
-// MayAdopt reports whether a pod of membership m is a candidate for
-// adoption (still subject to Adoptable, which needs its containers).
+// MayAdopt reports whether a pod of membership m may be adopted (Adoptable).
 func (m Membership) MayAdopt() bool {
 	return m == Unmanaged || m == Skipped
 }
@@ -91,33 +78,20 @@ type Member struct {
 	Err error
 }
 
-// MemberOf answers, for every caller, which pods belong to set: the
-// controller's matched and unmanaged counts, `kubectl sidecarset pods` and
-// `restart-unmanaged`. pod may carry metadata only (a metadata list): its
-// phase is then unknown and taken as running, so such lists must leave out
-// finished pods themselves (NotFinished). ns is the
-// pod's namespace, as inject.Matches takes it. canaries are the sets that
-// may be canaries of set (any others are ignored, so a caller may pass
-// every SidecarSet); only a base needs them.
+// MemberOf says which pods belong to set, for every caller. pod may carry
+// metadata only, its phase then taken as running: such lists must leave
+// finished pods out (NotFinished). canaries are the sets that may be
+// canaries of set; only a base needs them. The rules, in order:
 //
-// The rules, in order:
-//
-//  1. NotMatched unless inject.Matches selects the pod (a selector it
-//     cannot parse selects nothing; validation refuses those).
-//  2. Finished when the pod is being deleted or its phase is Succeeded or
-//     Failed.
-//  3. A pod carries the set's record when its sidecarset.dev/injected
-//     annotation names the set, its sidecarset.dev/state annotation holds a
-//     readable entry for it, and it has the label sidecarset.dev/managed
-//     "true" (without which the manager, which watches labelled pods only,
-//     would never see it): Managed. Any part of that without the rest is
-//     Corrupt: an entry without the name, the name without a readable entry
-//     (a state annotation that is not JSON at all has none; another set's
-//     unreadable entry does not matter), or both without the label.
-//  4. KeptByBase when set is a canary and the pod carries its base's
-//     record (named in sidecarset.dev/injected or an entry in the state).
-//  5. Replaced when one of set's canaries carries the pod's record or
-//     replaces set in it (inject.Replaces).
+//  1. NotMatched unless inject.Matches selects the pod.
+//  2. Finished when the pod is being deleted, Succeeded or Failed.
+//  3. Managed when sidecarset.dev/injected names the set, its
+//     sidecarset.dev/state entry reads, and the label sidecarset.dev/managed
+//     is "true" (the manager watches only those); Corrupt when only some
+//     hold (another set's unreadable entry does not matter).
+//  4. KeptByBase when set is a canary and the pod carries its base's record.
+//  5. Replaced when a canary of set carries the pod's record or replaces
+//     set in it (inject.Replaces).
 //  6. OptedOut when sidecarset.dev/inject is "false".
 //  7. Skipped when sidecarset.dev/skipped names the set.
 //  8. Unmanaged otherwise.
@@ -133,9 +107,8 @@ func MemberOf(pod *corev1.Pod, set *v1alpha1.SidecarSet, canaries []*v1alpha1.Si
 	rec, readable := state[set.Name]
 	var corrupt *revision.CorruptError
 	errors.As(err, &corrupt)
-	// unreadable: the entry may be there but cannot be read, which a whole
-	// annotation that is not JSON says of every set; damaged: an entry of
-	// this name is there and cannot be read.
+	// unreadable: the entry may be there but unreadable (so for every set when
+	// the annotation is not JSON); damaged: it is there, unreadable.
 	unreadable := corrupt != nil && corrupt.Of(set.Name)
 	damaged := corrupt != nil && slices.Contains(corrupt.Sets, set.Name)
 	switch {
@@ -156,9 +129,8 @@ func MemberOf(pod *corev1.Pod, set *v1alpha1.SidecarSet, canaries []*v1alpha1.Si
 		_, ok := state[name]
 		return ok || listed(pod.Annotations[v1alpha1.AnnotationInjected], name)
 	}
-	// A pod that carries a canary's record is the canary's while the canary
-	// still selects it; once it no longer does (its selector narrowed), the
-	// pod matches the base alone and is the base's unmanaged pod.
+	// A canary's pod is the canary's while the canary selects it;
+	// after, it is the base's unmanaged pod.
 	matches := func(c *v1alpha1.SidecarSet) bool {
 		ok, err := inject.Matches(c, pod, ns, opts)
 		return err == nil && ok

@@ -13,8 +13,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 )
 
-// updateOrder is the order in which a rollout takes its candidates, from
-// the update strategy's priorityStrategy and scatterStrategy.
+// updateOrder orders candidates by priorityStrategy and scatterStrategy.
 type updateOrder struct {
 	weights []weightTerm
 	keys    []string
@@ -43,15 +42,11 @@ func newUpdateOrder(s v1alpha1.UpdateStrategy) (updateOrder, error) {
 	return o, nil
 }
 
-// places returns each pod's place in the update order: by priority,
-// higher first; among pods of equal priority, the scatter terms spread
-// their pods evenly (scattered); by namespace/name otherwise. The order is
-// a function of the pods' labels and names, taken over every pod of the
-// set, so that the pods left to update keep their order as others are
-// updated: lowering the partition extends the same set of pods. Scatter
-// places depend on how many pods each group holds, so pods that come or go
-// can move the others. Next puts the pods that are not ready first on top
-// of it.
+// places returns each pod's place in the update order: by priority, higher
+// first; among equal priority, scatter terms spread their pods evenly; by
+// namespace/name otherwise. It is taken over every pod of the set, so the
+// pods left keep their order as others update, and lowering the partition
+// extends the same pods (scatter places may move as pods come and go).
 //
 // Worked cases:
 //
@@ -83,8 +78,7 @@ func (o updateOrder) places(pods []Pod) map[types.NamespacedName]int {
 	return place
 }
 
-// comparePriority orders a pod with labels a before one with b when a's
-// priority is higher.
+// comparePriority orders a pod with labels a first if its priority is higher.
 func (o updateOrder) comparePriority(a, b map[string]string) int {
 	if len(o.weights) > 0 {
 		return cmp.Compare(o.weight(b), o.weight(a))
@@ -132,11 +126,9 @@ func trailingNumber(v string) int64 {
 	return n
 }
 
-// scattered reorders pods, in place, so that the pods of each scatter term
-// (a pod counts for the first term it matches), and the pods matching
-// none, are each spread evenly over the order: the k-th of m pods of a
-// group takes the place (2k+1)/2m, groups in term order on ties, the rest
-// last. Within a group the order stays as it was.
+// scattered reorders pods, in place, spreading each scatter term's pods (a
+// pod counts for the first it matches), and the rest, evenly: the k-th of
+// m pods of a group takes the place (2k+1)/2m, ties in term order.
 func (o updateOrder) scattered(pods []Pod) {
 	type placed struct {
 		pod          Pod

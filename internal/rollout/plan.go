@@ -18,63 +18,48 @@ import (
 // Input is what Next decides on.
 type Input struct {
 	Latest Latest
-	// Pods are the set's active pods that carry its record, classified
-	// against Latest; in any order.
+	// Pods are the set's active pods carrying its record, in any order.
 	Pods []Pod
-	// Strategy is spec.updateStrategy; unset partition means 0, unset
-	// maxUnavailable means 1.
+	// Strategy is spec.updateStrategy (unset: partition 0, maxUnavailable 1).
 	Strategy v1alpha1.UpdateStrategy
 	// DriftPolicy is spec.driftPolicy; only Revert acts.
 	DriftPolicy v1alpha1.DriftPolicy
-	// Budgets lists, per pod, the PodDisruptionBudgets that select it. A pod
-	// that is not a key has none. disruptionsAllowed lags the writes of the
-	// previous reconciles (see Next).
+	// Budgets lists, per pod, the PodDisruptionBudgets that select it.
 	Budgets map[types.NamespacedName][]Budget
-	// Withdrawn names the revisions first declared after Latest
-	// (revision.Withdrawn): the set went back from them, by `rollout undo`
-	// or by declaring an older spec again. Their pods go back whatever the
-	// partition (see Next).
+	// Withdrawn names the revisions declared after Latest (revision.Withdrawn).
 	Withdrawn map[string]bool
-	// ReleasedBefore is the set's status.releasedBefore after this
-	// reconcile, and ReleaseMargin the margin it moved by
-	// (ReleasedBefore). A write back for settleAfter margins that it does
-	// not pass, held by a write before it that is not back, is written
-	// released, pod by pod (ActionSettle). A zero margin writes none.
+	// ReleasedBefore is status.releasedBefore after this reconcile, and
+	// ReleaseMargin the margin it moved by (see bookkeeping).
 	ReleasedBefore time.Time
 	ReleaseMargin  time.Duration
 }
 
 // Budget is a PodDisruptionBudget as the planner needs it.
 type Budget struct {
-	// Name is the budget's namespace/name. It names the budget in messages,
-	// and identifies it across the pods it selects, so that one plan never
-	// spends more of its disruptions than it allows.
+	// Name is the budget's namespace/name, shared by every pod it selects.
 	Name string
 	// DisruptionsAllowed is the budget's status.disruptionsAllowed.
 	DisruptionsAllowed int32
-	// Spent counts the pods of the budget that a rollout, of this set or of
-	// any other, disrupted and that are not back yet (Disrupted): an in-place
-	// write leaves no mark in the budget's status (see Next).
+	// Spent counts the budget's pods that any rollout disrupted and that are
+	// not back (Disrupted): an in-place write leaves no mark in its status.
 	Spent int32
 }
 
-// Scope is the partition and maxUnavailable arithmetic over the current
-// pods, before the plan is applied.
+// Scope is the partition and maxUnavailable arithmetic over the pods.
 type Scope struct {
-	// Matched counts the pods given; Selected those within
-	// updateStrategy.selector (all of them without one).
+	// Matched counts the pods given; Selected those the selector selects.
 	Matched  int
 	Selected int
 	// Partition is how many selected pods stay on their revision; Target,
 	// Selected minus Partition, how many may be on the latest one.
 	Partition int
 	Target    int
-	// Updated and UpdatedReady count selected pods on the latest revision,
-	// and those of them that are ready past minReadySeconds (Available).
+	// Updated counts selected pods on the latest revision; UpdatedReady, the
+	// Available ones.
 	Updated      int
 	UpdatedReady int
-	// MaxUnavailable is how many pods may be disrupted at once;
-	// Unavailable how many are (Pod.Disrupting, any pod, selected or not).
+	// MaxUnavailable is how many pods may be disrupted at once; Unavailable,
+	// how many are (counted).
 	MaxUnavailable int
 	Unavailable    int
 }
@@ -84,19 +69,12 @@ type Plan struct {
 	Scope Scope
 	// Updates are the pods to write now, in the order decided.
 	Updates []PodUpdate
-	// Held are the pods that wait, with why, by namespace/name. A pod is in
-	// Updates or in Held at most once; pods with nothing to do are in
-	// neither.
+	// Held are the pods that wait, with why; none of them is in Updates.
 	Held []Held
-	// Due counts the candidates the partition lets move now (selected,
-	// upgradable pods not on the latest revision, up to Target), and the
-	// upgradable pods on a Withdrawn revision, whether they are written now
-	// or wait.
+	// Due counts the pods due (dueOf), written now or waiting.
 	Due int
-	// ReleaseAt is the soonest Pod.ReleaseAt: when a pod waiting out its
-	// write's minReadySeconds is released. The caller should look again
-	// by then: nothing else may happen to bring it back. Zero when none
-	// waits.
+	// ReleaseAt is the soonest Pod.ReleaseAt, zero when none: the caller
+	// should look again by then, as nothing else may bring it back.
 	ReleaseAt time.Time
 }
 
@@ -106,52 +84,34 @@ type Action string
 const (
 	// ActionUpdate moves a pod to the latest revision.
 	ActionUpdate Action = "Update"
-	// ActionRevertDrift writes back the images recorded as last written,
-	// undoing a hand edit, without changing the pod's revision.
+	// ActionRevertDrift writes the recorded images back over a hand edit.
 	ActionRevertDrift Action = "RevertDrift"
-	// ActionSettle writes only the record of a pod back from its last write
-	// (Pod.Back), saying it is released, when the set's releasedBefore
-	// cannot pass that write yet (Input.ReleasedBefore): should the pod
-	// fail later, it is not taken for that write's disruption (Pod.Again).
+	// ActionSettle writes only the record of a pod back from a write that
+	// releasedBefore cannot pass yet, saying it is released: should the pod
+	// fail later, that is not taken for the write's disruption (Pod.Again).
 	ActionSettle Action = "Settle"
-	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed):
-	// its record landed, the resize after it did not. A pod the record
-	// counts as disrupted takes nothing more, unless it is back but for
-	// the resize (Pod.BackButOwed): it waits until the record says so
-	// (ActionRecordBack); one written while not ready and ready now, or
-	// recorded back, takes maxUnavailable and its budgets as any write.
+	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed): its
+	// record landed, the resize did not. A pod counted in a slot of its own
+	// takes nothing more; any other takes maxUnavailable and budgets as any
+	// write, once recorded back if BackButOwed.
 	ActionResize Action = "Resize"
-	// ActionHandoff writes the empty image into the old slot of a
-	// HotUpgrade sidecar whose next slot has taken over (Pod.HandoffOwed),
-	// when no update of the pod is due. A pod the record counts as
-	// disrupted takes nothing more; a ready one takes maxUnavailable and
-	// its budgets as any write, and so does one counted only since it
-	// turned ready, once its record says it is back (Pod.BackButOwed).
+	// ActionHandoff empties a hot upgrade's old slot (Pod.HandoffOwed).
 	ActionHandoff Action = "Handoff"
 	// ActionRecordDisruption writes only the record of a pod written while
-	// not ready that is ready now, the write still to come
-	// (Pod.Disrupting): the write is recorded as a disruption, so the pod
-	// counts until it is back.
+	// not ready, ready now with the write to come: it counts until back.
 	ActionRecordDisruption Action = "RecordDisruption"
-	// ActionRecordBack writes only the record of a pod back but for a
-	// write that is a disruption of its own (Pod.BackButOwed): its write
-	// no longer counts as a disruption.
+	// ActionRecordBack records a BackButOwed pod back: it no longer counts.
 	ActionRecordBack Action = "RecordBack"
 )
 
-// RecordOnly reports whether u writes the record alone: bookkeeping, not a
-// rollout step.
+// RecordOnly reports whether u writes the record alone (bookkeeping).
 func (u PodUpdate) RecordOnly() bool {
 	return u.Action == ActionSettle || u.Action == ActionRecordDisruption || u.Action == ActionRecordBack
 }
 
-// Stamped returns u with at, the time the controller writes it, kept in
-// the record's Write when u writes images, or a resize counted from now
-// (WithRecord): the record then holds a new Write. The update's duration
-// runs from it, whichever manager sees the pod back, and the set's
-// status.releasedBefore passes it once it is back (ReleasedBefore).
-// Record-only writes, and a resize alone, keep the time of the write they
-// describe. u is not modified.
+// Stamped returns u with at, when the controller writes it, as its Write's
+// time when u writes the spec anew (not a resize alone): the update's
+// duration and releasedBefore run from it. u is not modified.
 func (u PodUpdate) Stamped(at time.Time) PodUpdate {
 	if !u.writesSpec() || u.State.Write == nil || u.Action == ActionResize && !u.WithRecord {
 		return u
@@ -164,32 +124,20 @@ func (u PodUpdate) Stamped(at time.Time) PodUpdate {
 }
 
 // PodUpdate is one pod write: the images of some sidecars and this set's
-// entry of the pod's state annotation, which must go together in one patch
-// so the record never disagrees with the spec; before them, when Resize
-// lists any, the sidecars' resources through pods/resize, after them (see
-// resize.go).
+// entry of the state annotation, in one patch so the record never
+// disagrees with the spec; then any Resize, through pods/resize.
 type PodUpdate struct {
 	Pod    types.NamespacedName
 	Action Action
-	// Disrupts: the pod was ready and the write changes the image or the
-	// resources of a running sidecar, so it took one of maxUnavailable and
-	// one disruption of each of its budgets. A write into a pod that was not
-	// ready, or one that changes no running container, takes neither.
+	// Disrupts: the pod was ready and the write restarts a running sidecar.
 	Disrupts bool
-	// Containers are the sidecars whose image changes. Empty when only the
-	// record changes (the spec already carries the images, put there by a
-	// hand edit).
+	// Containers are the sidecars whose image changes.
 	Containers []ContainerImage
-	// Resize are the sidecars whose cpu or memory changes, written after
-	// the images and the record (ActionResize: alone, or after the record
-	// when WithRecord).
+	// Resize are the sidecars whose cpu or memory changes.
 	Resize []ContainerResources
-	// WithRecord: an ActionResize writes the record first, which then
-	// counts the pod as disrupted (a resize into a pod the record does not
-	// count yet).
+	// WithRecord: an ActionResize writes the record first, counting the pod.
 	WithRecord bool
-	// State replaces the set's entry of sidecarset.dev/state; entries of
-	// other SidecarSets stay.
+	// State replaces the set's entry of the state annotation.
 	State revision.SetState
 }
 
@@ -201,82 +149,21 @@ type ContainerImage struct {
 	Image string
 }
 
-// Next plans the next pod writes of a rollout. It fails only on a strategy
-// that validation refuses (a malformed selector or percentage). It is a
-// pipeline: the pods due (dueOf), one job per pod with a write to make
-// (jobsOf), why the others stay (idle), then each job's write (writeFor)
-// asked of holdChain in order; the first hold that keeps a write says why,
-// and a write no hold keeps is made and spent (tally).
+// Next plans the next pod writes of a rollout; it fails only on a strategy
+// validation refuses. Each pod due (dueOf) or owing another write is a job
+// (jobsOf) whose write (writeFor) is made unless a hold of holdChain keeps
+// it; the first that does says why.
 //
-// Candidates for an update are the selected pods that are not on the latest
-// revision and are upgradable. They are ordered by readiness, then by
-// priority (updateStrategy.priorityStrategy), scattered among equal
-// priority (scatterStrategy), then by namespace/name (updateOrder.places):
-// pods that are not ready first, as they lose nothing by the update and it
-// may be what fixes them.
-//
-// Partition: of the Selected pods, Target = Selected - Partition may be on the
-// latest revision, the pods already there included (Partition a count, or a
-// percentage of Selected rounded up, clamped to Selected). The first
-// Target - Updated candidates are due; the partition keeps the rest, i.e. the
-// last candidates in that order once not-ready pods went first. Lowering the
-// partition step by step therefore extends the same set of pods, and a pod
-// that waits (for maxUnavailable or its PodDisruptionBudget) keeps its place
-// rather than handing it to a pod the partition keeps.
-//
-// maxUnavailable (a count, or a percentage of Matched rounded up; never
-// below 1; default 1): a write disrupts a pod when the pod's Ready condition
-// is True and the write changes the image of a running sidecar. Due writes
-// that disrupt nothing (the pod is not ready, or only the record or an
-// ordinary init container changes) are all made at once and take nothing. A
-// disrupting write is made only while fewer than maxUnavailable pods are
-// Disrupting (written while ready, and not seen ready since with every
-// running sidecar complete), and each one made counts. A pod written while
-// not ready never counts, neither now nor afterwards while it stays not
-// ready, so never-ready pods cannot hold the ready ones back.
-//
-// PodDisruptionBudgets: a disrupting write is made only when each of the
-// pod's budgets still allows a disruption, counting the ones this plan
-// spends and the ones already spent (Budget.Spent: the budget's pods that
-// any SidecarSet's rollout disrupted and that are not back yet). An
-// in-place write, unlike an eviction, leaves no mark in the budget's status,
-// and the disruption controller sees the pod go unready only after the
-// kubelet restarted the container; until then disruptionsAllowed still
-// counts the pod as healthy, and trusting it would let a second pod go
-// before the first is back. A pod the disruption controller already counts
-// as unready is counted twice this way: the rollout waits for it, never for
-// more than the budget allows. Otherwise the pod waits
-// (HeldByDisruptionBudget) and the next pod is tried. A write that disrupts
-// nothing is made regardless: it takes nothing from the healthy pods a
-// budget protects.
-//
-// Going back: pods on a Withdrawn revision, one declared after the latest
-// (the set went back from it, by `rollout undo` or by declaring an older
-// spec again), are due whatever the partition and the selector: the
-// partition keeps pods on the revision they run, and after going back the
-// pods that never moved are on the latest revision already, so that a
-// partition above 0 would otherwise keep exactly the pods that took the
-// withdrawn revision on it, and call the rollout complete. They count
-// within Target when it leaves room and beyond it otherwise, so that the
-// partition still keeps as many of the other candidates as before; they go
-// before those within each readiness group, and take maxUnavailable and
-// budgets like any update.
-//
-// Drift (driftPolicy Revert): a drifted pod that is not due for an update
-// gets its recorded images written back (a due update writes the latest
-// images and undoes the drift on the way). Reverts are not limited by the
-// partition or the selector, but take maxUnavailable and budgets like
-// updates, and among ready pods go before updates: they restore what was
-// declared, and there are only as many as there are hand edits. A hand
-// edit the kubelet has not acted on yet (its status still shows another
-// image running) holds every write into the pod (HeldChangeInFlight):
-// the kubelet publishes a spec's generation before it acts on it, so no
-// status then tells the container the edit replaces from the one it
-// starts. A hand edit also ends a write in flight: the kubelet acts on the
-// spec, and the write is never completed nor waited for.
-//
-// Paused or type NotUpdate: nothing is written; every pod that would have
-// been is held with that reason.
+// Candidates, the selected upgradable pods not on the latest revision, go
+// not-ready first (they lose nothing), then in updateOrder; the first
+// Target - Updated are due. A write disrupts a pod when it is Ready and the
+// write restarts a running sidecar: it is made only while fewer than
+// maxUnavailable pods are Disrupting and each of the pod's budgets allows
+// a disruption, counting those any rollout spent (Budget.Spent), as an
+// in-place write leaves no mark in a budget's status. Pods on a Withdrawn
+// revision are due whatever the partition and selector, which would keep
+// exactly the pods that moved. With driftPolicy Revert, a drifted pod not
+// due gets its recorded images back. Paused or NotUpdate, only handoffs go.
 //
 // Worked cases, pods p01..p12 in one namespace, none updated, all ready
 // unless said otherwise:
@@ -377,8 +264,7 @@ func dueOf(pods []Pod, in Input, scope Scope, selected func(Pod) bool) ([]Pod, e
 		}
 	}
 	place := order.places(pods)
-	// Pods on lost nodes last: held, they would take the partition's
-	// places from pods that can move.
+	// Pods on lost nodes last: held, they would take places from others.
 	byPlace := func(a, b Pod) int {
 		return cmp.Or(compareBool(a.NodeLost, b.NodeLost), compareBool(a.PodReady, b.PodReady), cmp.Compare(place[a.Key], place[b.Key]))
 	}
@@ -395,19 +281,15 @@ func dueOf(pods []Pod, in Input, scope Scope, selected func(Pod) bool) ([]Pod, e
 	return append(undone, candidates[:moving]...), nil
 }
 
-// job is one write Next weighs: the pod, why it is written, and the write
-// (writeFor), which the holds judge.
+// job is one write Next weighs: the pod, why, and the write (writeFor).
 type job struct {
 	pod    Pod
 	action Action
 	u      PodUpdate
 }
 
-// jobsOf returns one job per pod with something to write, in the order
-// they are weighed: not-ready pods first, as they lose nothing by a write
-// and it may be what fixes them; among ready ones, reverts and the writes
-// a pod owes before updates; pods on Withdrawn revisions first, then in
-// due's order.
+// jobsOf returns a job per pod with something to write, in the order they
+// are weighed: not-ready first, reverts and owed writes before updates.
 func jobsOf(pods, due []Pod, in Input) []job {
 	jobs := make([]job, 0, len(due))
 	rank := make(map[types.NamespacedName]int, len(due))
@@ -438,9 +320,8 @@ func jobsOf(pods, due []Pod, in Input) []job {
 	return jobs
 }
 
-// idle returns why the selected pods with nothing to write and not on the
-// latest revision stay where they are: they need a recreate, or the
-// partition keeps them.
+// idle returns why the selected pods not on the latest revision with
+// nothing to write stay: they need a recreate, or the partition keeps them.
 func idle(pods []Pod, jobs []job, scope Scope, latest Latest, selected func(Pod) bool) []Held {
 	busy := make(map[types.NamespacedName]bool, len(jobs))
 	for _, j := range jobs {
@@ -465,11 +346,8 @@ func idle(pods []Pod, jobs []job, scope Scope, latest Latest, selected func(Pod)
 	return held
 }
 
-// handoffsOnly keeps, of a stopped rollout's jobs, the handoffs, and holds
-// the rest with reason. A handoff ends a hot upgrade under way, whose old
-// version has given its work up: held, it would keep the pod down, stopped
-// halfway (a stalled rollout pauses itself). An update of a pod that owes
-// one writes the handoff alone (updateOf).
+// handoffsOnly keeps a stopped rollout's handoffs and holds the rest with
+// reason: a held handoff would leave the pod down, its upgrade halfway.
 func handoffsOnly(jobs []job, reason HoldReason, msg string) ([]job, []Held) {
 	var kept []job
 	var held []Held
@@ -484,10 +362,7 @@ func handoffsOnly(jobs []job, reason HoldReason, msg string) ([]job, []Held) {
 }
 
 // writeFor returns the write of action into p, with whether it disrupts
-// the pod (PodUpdate.Disrupts). Whether the pod is ready is its Ready
-// condition, never whether a sidecar's completion is proven: a pod whose
-// last update is not proven complete is still serving, and a write
-// restarts it.
+// the pod: judged by its Ready condition, as an unproven pod still serves.
 func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 	var u PodUpdate
 	switch action {
@@ -500,22 +375,18 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 	default:
 		u = revertOf(p)
 	}
-	// A handoff or an owed resize into a pod the rollout counts in a slot
-	// of its own ends the disruption it counts: it takes nothing more. Any
-	// other write into a Ready pod restarts it anew, and so does one into
-	// a pod counted without a slot (Write.TurnedReady).
+	// A handoff or owed resize into a pod counted in a slot of its own takes
+	// nothing more; any other write into a Ready pod disrupts it anew.
 	counted := p.Disrupting && p.Record.Write != nil && !p.Record.Write.TurnedReady
 	continues := counted && (u.Action == ActionHandoff || u.Action == ActionResize)
 	if u.Disrupts = p.PodReady && !continues && u.restartsRunning(p); u.Disrupts && u.Action == ActionResize {
-		// The pod counts from the resize on; the resize cannot write the
-		// record, so the record goes first.
+		// The resize cannot write the record, so the record goes first.
 		wr := revision.Write{Generation: p.Generation + 1}
 		if u.State.Write != nil {
 			wr = *u.State.Write
 			wr.Generation = max(wr.Generation, p.Generation+1)
 		}
-		// Counted from now on, within maxUnavailable: no longer a
-		// disruption the rollout took no slot for.
+		// Counted within maxUnavailable from now on.
 		if u.State.Write == nil || wr != *u.State.Write || !wr.WasReady || wr.TurnedReady {
 			wr.WasReady, wr.TurnedReady = true, false
 			u.State.Write, u.WithRecord = &wr, true
@@ -533,18 +404,10 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 	return u
 }
 
-// bookkeeping appends to updates a record of the disruption of every pod
-// written while not ready that the write is about to disrupt, a record of
-// every pod back but for a write that is a disruption of its own
-// (BackButOwed), and a record of every pod back for settleAfter margins that
-// in.ReleasedBefore does not pass that it is released (ActionSettle), as
-// of every pod whose record reads released that is not Available: the
-// managers of earlier releases, which know no releasedBefore, would take
-// its failure for the write's disruption, and hold its slot for ever. This
-// is bookkeeping, not a rollout step: it is done paused or not, and
-// whatever holds the pod's next update. A pod back from its write needs
-// no record of its own while no write before it is stuck: the set's
-// status.releasedBefore passes that write (ReleasedBefore).
+// bookkeeping appends the record-only writes, whatever holds the pod:
+// RecordDisruption, RecordBack, and Settle for a pod back for settleAfter
+// margins that in.ReleasedBefore does not pass, or read released but not
+// Available: releases that know no releasedBefore would count its failure.
 func bookkeeping(pods []Pod, updates []PodUpdate, in Input) []PodUpdate {
 	written := make(map[types.NamespacedName]bool, len(updates))
 	for _, u := range updates {
@@ -573,24 +436,19 @@ func bookkeeping(pods []Pod, updates []PodUpdate, in Input) []PodUpdate {
 	return updates
 }
 
-// settleAfter is how many release margins a pod must have been back before
-// its write, which the set's releasedBefore does not pass, is written
-// released on its own: a write back later than one written after it, by
-// moments, is passed soon after, and needs no write of its own.
+// settleAfter is how many release margins a pod must have been back for
+// before its write, not passed by releasedBefore, is written released.
 const settleAfter = 3
 
-// passed reports whether a set's status.releasedBefore, before, passes w,
-// a write its record holds: w was made before it.
+// passed reports whether releasedBefore passes w: w was made before it.
 func passed(w *revision.Write, before time.Time) bool {
 	return w != nil && w.At != nil && w.At.Time.Before(before)
 }
 
-// releasable reports whether p's write, which its record holds, may be
-// released: the pod is back from it (Back), owing no write of its own
-// (BackButOwed, ResizeOwed, HandoffOwed: a release would forget it) and
-// with no other set's write that no set counts in flight in it
-// (OthersWriting); and when it will have been so for margin, counted from
-// the later of when it came back and the write.
+// releasable reports whether p's write may be released, and when: the pod
+// is Back, owing no write (a release would forget it), with no other set's
+// uncounted write in flight, margin after the later of its return and the
+// write.
 func releasable(p Pod, margin time.Duration) (bool, time.Time) {
 	w := p.Record.Write
 	if w == nil || !p.Back || p.BackButOwed || p.OthersWriting || len(p.ResizeOwed) > 0 || len(p.HandoffOwed) > 0 {
@@ -604,19 +462,11 @@ func releasable(p Pod, margin time.Duration) (bool, time.Time) {
 }
 
 // ReleasedBefore returns the set's status.releasedBefore after a reconcile
-// that judged pods at now, from was, the one stored. A write made before it
-// is read as released (Classify): every write before it may be released
-// (releasable). A release is a fact of the past that a pod failing later
-// hides, so it is kept here, for all the set's pods at once, rather than
-// in a write of each pod.
-//
-// margin is how much older than now the view of pods may be. A pod shown
-// back for margin was back when the view was taken, whatever happened
-// since; and a write made within margin may not show in the view yet, so
-// none is passed, nor any at or after limit (zero: none). It only moves
-// forward, and only as far as just after the last write it passes, so that
-// it changes only when a write is released. next is when a write not
-// passed yet may be: the caller should look again then; zero when none.
+// at now, from was: a write made before it reads as released (Classify),
+// kept once for all pods as a later failure hides a release. It moves only
+// forward, to just after the last write it passes, and passes none made
+// within margin (how old the view of pods may be) or at or after limit
+// (zero: none). next is when a write not passed yet may be, zero when none.
 // Worked cases, margin 1m, now 12:10:00, was 12:00:00:
 //
 //	writes at 12:01 and 12:03, back since 12:02 and 12:04 → 12:03:00.000001
@@ -656,18 +506,14 @@ func ReleasedBefore(pods []Pod, was, now time.Time, margin time.Duration, limit 
 	return at, next
 }
 
-// Awaited reports whether the rollout waits for p: the rollout disrupted it
-// and it is not back, or a write into it is not complete while it runs
-// (not Pending).
+// Awaited reports whether the rollout waits for p: disrupted and not back,
+// or a write not complete while it runs (not Pending).
 func (p Pod) Awaited() bool {
 	return !p.NodeLost && (p.Disrupting || (p.Updating && !p.Pending))
 }
 
-// backOf returns p's record saying that its last write is back: recorded
-// back when the pod is back but for a write that is a disruption of its
-// own (BackButOwed), released when it is Back. A pod can be both (a
-// drifted sidecar counts as complete while its resize is owed): recorded
-// back, it keeps the resize it owes, which a release would forget.
+// backOf returns p's record saying its last write is back: recorded back
+// when BackButOwed (keeping the resize it owes), released when Back.
 func backOf(p Pod) (revision.SetState, bool) {
 	switch {
 	case p.BackButOwed:
@@ -678,14 +524,12 @@ func backOf(p Pod) (revision.SetState, bool) {
 	return revision.SetState{}, false
 }
 
-// recordBackOf records that p is back but for a write that is a disruption
-// of its own (ActionRecordBack).
+// recordBackOf records that p is back but for a write of its own.
 func recordBackOf(p Pod) PodUpdate {
 	return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}
 }
 
-// recordedBack returns rec, whose write is back but for a write that is a
-// disruption of its own, saying so: the same write, no longer counted.
+// recordedBack returns rec with its write no longer counted as a disruption.
 func recordedBack(rec revision.SetState) revision.SetState {
 	w := *rec.Write
 	w.WasReady, w.TurnedReady = false, false
@@ -693,10 +537,8 @@ func recordedBack(rec revision.SetState) revision.SetState {
 	return rec
 }
 
-// runningInFlight returns the name of a sidecar of p whose write is in
-// flight while it runs, but for a resize the kubelet holds (the container
-// runs what it ran, and the kubelet resizes to whatever the spec says when
-// it can) or one still to write (ActionResize).
+// runningInFlight returns a sidecar of p whose write is in flight while it
+// runs, but for a resize the kubelet holds or one still owed.
 func (p Pod) runningInFlight() (string, bool) {
 	for _, c := range p.Containers {
 		if c.InFlight && c.Running && !c.ResizeHeld && !c.ResizeOwed {
@@ -706,11 +548,9 @@ func (p Pod) runningInFlight() (string, bool) {
 	return "", false
 }
 
-// restartsRunning reports whether u changes the image of a container of p
-// that keeps running, which the kubelet then restarts, or its resources.
-// A resize restarts the container only under a resizePolicy that says so,
-// but a resize that goes wrong (a memory limit below what the sidecar
-// uses) takes the sidecar down too: it is paced like a restart.
+// restartsRunning reports whether u changes the image or resources of a
+// container of p that keeps running: a resize gone wrong (a memory limit
+// below use) takes the sidecar down too, so it is paced as a restart.
 func (u PodUpdate) restartsRunning(p Pod) bool {
 	for _, ci := range u.Containers {
 		if c, ok := p.container(ci.Name); ok && c.Runs {
@@ -725,9 +565,8 @@ func (u PodUpdate) restartsRunning(p Pod) bool {
 	return false
 }
 
-// writesUnserving reports whether u writes a sidecar of p that keeps
-// running but does not serve now (it does not run, or it is not ready),
-// and whose change the kubelet acts on at once (not NotStarted).
+// writesUnserving reports whether u writes a sidecar of p that runs but does
+// not serve now, and whose change the kubelet acts on at once (not NotStarted).
 func (u PodUpdate) writesUnserving(p Pod) bool {
 	unserving := func(name string) bool {
 		c, ok := p.container(name)
@@ -737,31 +576,26 @@ func (u PodUpdate) writesUnserving(p Pod) bool {
 		slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return unserving(r.Name) })
 }
 
-// WritesRecord reports whether u writes the pod's record: every action but
-// an ActionResize without WithRecord.
+// WritesRecord reports whether u writes the record: all but a bare resize.
 func (u PodUpdate) WritesRecord() bool {
 	return u.Action != ActionResize || u.WithRecord
 }
 
-// writesSpec reports whether u changes the pod spec: images, resources or
-// both.
+// writesSpec reports whether u changes the pod spec: images or resources.
 func (u PodUpdate) writesSpec() bool {
 	return len(u.Containers) > 0 || len(u.Resize) > 0
 }
 
-// hasWork reports whether the rollout has pods to move, now or in a later
-// step of the partition: only then does a pod that failed again count
-// (Pod.Again). Once none is left, its failure is not the rollout's.
+// hasWork reports whether the rollout has pods to move, now or later: only
+// then does a pod that failed Again count.
 func hasWork(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) bool {
 	return s.Type != v1alpha1.NotUpdateStrategy &&
 		slices.ContainsFunc(pods, func(p Pod) bool { return !p.Updated && p.Upgradable && selected(p) })
 }
 
 // counted reports whether p counts against maxUnavailable: the rollout has
-// it down, or it failed again once released (Again), unless its node is
-// lost or another set's rollout has it down. A pod on a lost node whose
-// write is still to come keeps its slot: the kubelet acts on it when the
-// node is back.
+// it down, or it failed Again, unless another set has it down or its node
+// is lost; there, a write still to come keeps its slot.
 func (p Pod) counted() bool {
 	return p.Disrupting && (!p.NodeLost || p.Updating) || p.Again && !p.NodeLost && len(p.DisruptedBy) == 0
 }
@@ -770,8 +604,7 @@ func (p Pod) counted() bool {
 func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (Scope, error) {
 	sc := Scope{Matched: len(pods)}
 	for _, p := range pods {
-		// A pod on a lost node whose write is still to come keeps its
-		// slot: the kubelet acts on it when the node is back.
+		// Every pod, selected or not.
 		if p.counted() {
 			sc.Unavailable++
 		}
@@ -807,22 +640,11 @@ func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (S
 }
 
 // updateOf writes the latest images into p's running sidecars and records
-// the latest revision.
-//
-// An ordinary init container is not written: it ran before the app started
-// and the kubelet never runs it again, so a new image would only make the
-// spec claim what never ran. Its record keeps the image it ran, and its new
-// image reaches new pods only (Pod.StaleInit tells).
-//
-// A container that is not written keeps its record as it was, except that a
-// complete one forgets its previous container: nothing of it is in flight.
-// One whose spec already carries the latest image (a hand edit got there
-// first) is not written either; it keeps what it recorded, since the
-// kubelet already acted on that edit.
+// the latest revision. An ordinary init container, which the kubelet never
+// runs again, keeps the image it ran (Pod.StaleInit).
 func updateOf(p Pod, latest Latest) PodUpdate {
 	if len(p.HandoffOwed) > 0 {
-		// The handoff first (hot.go); the pod is due again after it. One
-		// that must wait writes nothing, and Next holds the pod.
+		// The handoff first (hot.go); the pod is due again after it.
 		return handoffOf(p, latest)
 	}
 	u := PodUpdate{Pod: p.Key, Action: ActionUpdate, State: revision.SetState{
@@ -866,14 +688,11 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 		if j := slices.IndexFunc(u.Resize, func(r ContainerResources) bool { return r.Name == rc.Name }); j >= 0 {
 			rs.Resized, rs.Resources = true, cpuMemoryOf(u.Resize[j].Resources)
 		} else if c.Unresized {
-			// The spec has resources the kubelet has yet to apply (a
-			// resize that landed without its record, or someone else's):
-			// the write waits for them, and owes nothing.
+			// Unapplied resources: the write waits for them.
 			rs.Resized, rs.Resources = true, c.Resources
 		} else if rs.Resized && !declaresResize(latest, rc.Name, rs.Resources) {
-			// An older revision's resize, which did not land, that the
-			// latest one does not declare: owed still, it would resize the
-			// pod to what no revision declares after this write.
+			// An older revision's resize that did not land and that latest
+			// does not declare: owed, it would resize to what none declares.
 			rs.Resized, rs.Resources = false, nil
 		}
 	}
@@ -882,8 +701,7 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 }
 
 // releasedRecord returns rec with its write moved to Released and every
-// container settled, so that a sidecar failing later is judged as any
-// running container, not as a write in flight.
+// container settled, so that a later failure is not judged a write in flight.
 func releasedRecord(rec revision.SetState) revision.SetState {
 	containers := make([]revision.ContainerState, len(rec.Containers))
 	for i, rc := range rec.Containers {
@@ -916,28 +734,17 @@ func revertOf(p Pod) PodUpdate {
 	return u
 }
 
-// maxBetween is how many images of writes gone over in flight a record
-// keeps (ContainerState.Between).
+// maxBetween is how many images a record's Between keeps.
 const maxBetween = 4
 
-// written1 records, for a write into c, the container that runs before it.
-// When the last write of c is still in flight, the container that ran before
-// that write is kept: it is the last one known to run a written image, and
-// the kubelet may not have acted on the write in between (A→B→A); the image
-// of that write is kept in Between. A write
-// whose image runs and whose resize alone is owed or held is not in flight
-// so: the container running now is the one the new write replaces, and
-// judging by the one before would take that write for done at once. Over a
-// hand edit, which also ends a write in flight, Next writes only once the
-// kubelet runs the edited image (or the container does not run), and the
-// container that runs then is recorded: never one the edit is about to
-// replace.
+// written1 records the container that runs before a write into c; over a
+// write in flight, the one before that write, which the kubelet may not
+// have acted on (A→B→A), that write's image going into Between.
 func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	if c.InFlight && !c.imageComplete() {
 		if rc.PreviousContainerID == "" && rc.PreviousImage == "" && !rc.NoneRan {
-			// Written before containerIDs were kept: the container that
-			// does not run now (Next writes over no running one in flight)
-			// is the one to see replaced.
+			// Written before containerIDs were kept: the one not
+			// running now is the one to see replaced.
 			rc.PreviousContainerID = c.ContainerID
 		}
 		if !slices.Contains(rc.Between, c.Image) {
@@ -951,10 +758,8 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 	rc.PreviousImage = ""
 	rc.NoneRan = c.ContainerID == ""
 	rc.Between = nil
-	// Started from the image written now: as the last one written, or,
-	// under a hand edit the status does not show apart from it (a pin of
-	// the content it runs), as the image recorded. If the kubelet keeps it,
-	// it is the write's.
+	// Started from the image written now, or from the recorded one under an
+	// edit the status does not tell apart: if the kubelet keeps it, it is ours.
 	if c.imageComplete() && c.Image == rc.Image || c.Running && c.Image != rc.Image && c.shows(rc.Image) {
 		rc.PreviousImage = rc.Image
 	}
@@ -962,8 +767,7 @@ func written1(c Container, rc revision.ContainerState) revision.ContainerState {
 }
 
 // imageComplete reports whether the kubelet runs the image last written
-// into c: c is Complete, or would be but for its resize, owed or held
-// (ResizeOwed and ResizeHeld are set only then).
+// into c: Complete, or would be but for a resize owed or held.
 func (c Container) imageComplete() bool {
 	return c.Complete || c.ResizeOwed || c.ResizeHeld
 }
@@ -976,13 +780,8 @@ func settled(rc revision.ContainerState) revision.ContainerState {
 }
 
 // writeOf returns the Write of u into p: the generation it makes, and
-// whether the pod counts as disrupted by the rollout: it was ready and u
-// restarts a running sidecar, or an earlier write disrupted it and it is
-// not back yet (a write over an update that never came up, such as an undo
-// after a failed pull, must not free the slot that update holds). A write
-// that changes no container leaves the spec, and so the generation, as it
-// was, and keeps the record's Write. The resize and the image write each
-// move the generation by one.
+// whether the pod counts as disrupted: ready and u restarts a running
+// sidecar, or still down from an earlier write, whose slot an undo keeps.
 func writeOf(p Pod, u PodUpdate) *revision.Write {
 	if !u.writesSpec() {
 		return p.Record.Write
@@ -996,8 +795,7 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	}
 	kept := p.Disrupting && p.Record.Write != nil
 	w := &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
-	// A disruption kept is still one the rollout took no slot for, if it
-	// was so.
+	// Whether the rollout took no slot for it is kept too.
 	w.TurnedReady = kept && p.Record.Write.TurnedReady
 	return w
 }

@@ -10,28 +10,19 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-// In-place resize. A revision that differs from a pod's only in images and
-// in the cpu and memory of sidecars whose resources the set declares
-// (revision.ResizableFrom) reaches a running pod in two writes: the images
-// and the record, as for an image update, with the optimistic lock; then
-// the resources through the pods/resize subresource, which takes nothing
-// but containers' resources. The record goes first, so the pod counts
-// against maxUnavailable and its budgets before anything in it changes.
-// Should the resize not follow (refused, a conflict, a crash), the record
-// says which sidecars were resized (ContainerState.Resized) while their
-// spec still shows other resources: the next plan writes the resize alone
-// (ActionResize), and the write is not complete until the kubelet shows it
-// applied.
+// In-place resize: a revision that differs from a pod's only in images and
+// in the cpu and memory of sidecars with declared resources reaches it in
+// two writes: images and record, as an image update; then the resources,
+// through pods/resize. The record goes first, so the pod counts before
+// anything changes; a resize that does not follow is owed (ActionResize).
 
 // ContainerResources is what a resize writes into one sidecar.
 type ContainerResources struct {
 	Name string
 	// Init: the container is in spec.initContainers.
 	Init bool
-	// Resources is the container's whole resources field as it is to be:
-	// its cpu and memory as declared, a request the declaration leaves out
-	// filled in from the limit, as the apiserver defaults a new pod, and
-	// every other resource as the pod has it.
+	// Resources is the container's whole resources field to be: cpu and
+	// memory as declared (a missing request from the limit), the rest as is.
 	Resources corev1.ResourceRequirements
 }
 
@@ -39,11 +30,9 @@ type ContainerResources struct {
 var resizable = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 
 // resizesOf returns the resizes that bring pod's running sidecars to the
-// resources latest declares, or why the apiserver would refuse them, ""
-// when it would not. It refuses a resize that removes a cpu or memory
-// request or limit the container has, or that changes the pod's QoS class
-// (judged over the whole pod: an app container's resources decide it too).
-// An ordinary init container is left as it ran, as for images.
+// resources latest declares, or why the apiserver would refuse them: a
+// resize that removes a cpu or memory request or limit, or that changes
+// the pod's QoS class.
 //
 // Worked cases, exporter running with requests = limits = cpu 250m, memory
 // 64Mi (a Guaranteed pod), declared:
@@ -90,9 +79,8 @@ func resizesOf(pod *corev1.Pod, containers []Container, latest Latest) ([]Contai
 	return out, ""
 }
 
-// resizeTarget returns cur with the cpu and memory of declared, a missing
-// request taken from the limit, or what the resize would do that the
-// apiserver refuses.
+// resizeTarget returns cur with the cpu and memory of declared, or what
+// the resize would do that the apiserver refuses.
 func resizeTarget(cur, declared corev1.ResourceRequirements) (corev1.ResourceRequirements, string) {
 	out := *cur.DeepCopy()
 	for _, name := range resizable {
@@ -124,8 +112,7 @@ func with(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity, 
 	return l
 }
 
-// sameCPUMemory reports whether a and b have the same cpu and memory
-// requests and limits, as quantities.
+// sameCPUMemory reports whether a and b have equal cpu and memory quantities.
 func sameCPUMemory(a, b corev1.ResourceRequirements) bool {
 	for _, name := range resizable {
 		if !sameQuantity(a.Requests, b.Requests, name) || !sameQuantity(a.Limits, b.Limits, name) {
@@ -141,10 +128,8 @@ func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
 	return inA == inB && qa.Cmp(qb) == 0
 }
 
-// runsResources reports whether a container's status shows the cpu and
-// memory of spec applied: every request and limit spec sets, reported
-// equal. The kubelet reports what the runtime applied
-// (containerStatuses[].resources); a status without it says nothing.
+// runsResources reports whether a container's status shows spec's cpu and
+// memory applied; a status without resources says nothing.
 func runsResources(spec corev1.ResourceRequirements, st corev1.ContainerStatus) bool {
 	if st.Resources == nil {
 		return false
@@ -164,10 +149,8 @@ func runsResources(spec corev1.ResourceRequirements, st corev1.ContainerStatus) 
 }
 
 // ResizeComplete reports whether the kubelet finished resizing a running
-// container to spec: it has seen the generation the write produced
-// (write.Generation; a kubelet that reports no generation is taken at its
-// status), reports no resize pending or in progress for the pod, and shows
-// the container running with spec's cpu and memory.
+// container to spec: it saw the write's generation (or reports none), has
+// no resize pending or in progress, and shows spec's cpu and memory.
 func ResizeComplete(pod *corev1.Pod, spec corev1.Container, st corev1.ContainerStatus, write *revision.Write) bool {
 	if st.State.Running == nil || !runsResources(spec.Resources, st) {
 		return false
@@ -190,9 +173,8 @@ func resizeCondition(pod *corev1.Pod) (corev1.PodCondition, bool) {
 	return corev1.PodCondition{}, false
 }
 
-// resizeRefused returns why the kubelet does not resize pod, when it set
-// PodResizePending: Infeasible (the node can never fit it, or its CPU or
-// memory manager forbids it) or Deferred (not now).
+// resizeRefused returns why the kubelet holds pod's resize, when it set
+// PodResizePending (Infeasible or Deferred).
 func resizeRefused(pod *corev1.Pod) (string, bool) {
 	c, ok := resizeCondition(pod)
 	if !ok || c.Type != corev1.PodResizePending {
@@ -205,9 +187,7 @@ func resizeRefused(pod *corev1.Pod) (string, bool) {
 	return msg, true
 }
 
-// owedResizes returns the resizes a pod still lacks: its record says they
-// were written (Resized, with their Resources) and its spec shows other cpu
-// or memory.
+// owedResizes returns resizes recorded as written that pod's spec lacks.
 func owedResizes(pod *corev1.Pod, rec revision.SetState) []ContainerResources {
 	var out []ContainerResources
 	for _, rc := range rec.Containers {
@@ -253,8 +233,7 @@ func cpuMemoryOf(r corev1.ResourceRequirements) *corev1.ResourceRequirements {
 	return out
 }
 
-// Resize returns a copy of pod with u's resizes written into it, for the
-// pods/resize subresource. pod itself is not modified.
+// Resize returns a copy of pod with u's resizes, for pods/resize.
 func Resize(pod *corev1.Pod, u PodUpdate) *corev1.Pod {
 	out := pod.DeepCopy()
 	for _, r := range u.Resize {
