@@ -250,8 +250,7 @@ type release struct {
 // released returns what this reconcile of pods makes of the set's
 // status.releasedBefore. It moves only once this manager has led for
 // releaseMargin (its cache ran before it led, and may not show the last
-// writes of the manager before it yet), never past a write whose patch
-// failed without saying it did not land (unsureSince), and pods that carry
+// writes of the manager before it yet), and pods that carry
 // the set's record but left its selector (strays) hold it as its pods do:
 // other sets and budgets still read that record.
 func (r *Reconciler) released(ctx context.Context, set *v1alpha1.SidecarSet, latest rollout.Latest, pods []rollout.Pod) (release, error) {
@@ -259,20 +258,15 @@ func (r *Reconciler) released(ctx context.Context, set *v1alpha1.SidecarSet, lat
 	if led := r.leadingSince(now).Add(releaseMargin); now.Before(led) {
 		return release{before: was, next: led}, nil
 	}
-	limit := r.unsureSince(set.Name)
-	at, next := rollout.ReleasedBefore(pods, was, now, releaseMargin, limit)
+	at, next := rollout.ReleasedBefore(pods, was, now, releaseMargin)
 	if at.After(was) {
 		strays, err := r.strays(ctx, set.Name, pods, latest)
 		if err != nil {
 			return release{}, err
 		}
 		if len(strays) > 0 {
-			at, next = rollout.ReleasedBefore(slices.Concat(pods, strays), was, now, releaseMargin, limit)
+			at, next = rollout.ReleasedBefore(slices.Concat(pods, strays), was, now, releaseMargin)
 		}
-	}
-	if !limit.IsZero() && !next.IsZero() && next.Before(now) {
-		// Held by the failed write alone: look again once it is forgotten.
-		next = limit.Add(expectationTTL)
 	}
 	return release{before: at, next: next, margin: releaseMargin}, nil
 }

@@ -131,9 +131,6 @@ type memory struct {
 	// back holds, by pod, the time of the write the pod was last seen
 	// back from, whose duration is observed (noteBack).
 	back map[types.NamespacedName]time.Time
-	// unsure holds, by pod, the time of a write that failed without saying
-	// it did not land (unsure).
-	unsure map[types.NamespacedName]time.Time
 }
 
 // memoryOf returns the memory of the set named name, made empty when there

@@ -96,43 +96,6 @@ func splitSettles(updates []rollout.PodUpdate, limit int) (others, settles []rol
 // new image, a pause) for a minute.
 const settlesPerReconcile = 1000
 
-// unsure remembers the time u's write records, a write that failed in a way
-// that does not say it did not land (a timeout): until the cache has had
-// expectationTTL to show it, the set's status.releasedBefore stays before
-// it (unsureSince), or it could pass a write that the cache shows later.
-func (r *Reconciler) unsure(setName string, pod *corev1.Pod, u rollout.PodUpdate) {
-	w := u.State.Write
-	if w == nil || w.At == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := r.memoryOf(setName)
-	if m.unsure == nil {
-		m.unsure = map[types.NamespacedName]time.Time{}
-	}
-	m.unsure[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = w.At.Time
-}
-
-// unsureSince returns the earliest time of the set's writes that failed
-// in a way that does not say they did not land (unsure), in the last
-// expectationTTL; zero when none.
-func (r *Reconciler) unsureSince(setName string) time.Time {
-	now := r.Clock.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var since time.Time
-	m := r.memoryOf(setName)
-	for key, at := range m.unsure {
-		if now.Sub(at) > expectationTTL {
-			delete(m.unsure, key)
-		} else if since.IsZero() || at.Before(since) {
-			since = at
-		}
-	}
-	return since
-}
-
 // noteBack observes, for every pod first seen back from its write
 // (rollout.Pod.Back: Ready past minReadySeconds with every written sidecar
 // in its new container), how long the write took, from the time its record
@@ -270,9 +233,6 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 			return nil, err
 		}
 		if err := r.Client.Patch(ctx, written, patch); err != nil {
-			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-				r.unsure(set.Name, cached, u)
-			}
 			return nil, fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
 		}
 		rewrites = r.recordStored(ctx, set.Name, written, u)

@@ -811,7 +811,7 @@ func (m *model) reconcile(s *mset, lag int) {
 			}
 		}
 	}
-	releasedBefore, _ := rollout.ReleasedBefore(pods, latest.ReleasedBefore, m.now, viewAge, time.Time{})
+	releasedBefore, _ := rollout.ReleasedBefore(pods, latest.ReleasedBefore, m.now, viewAge)
 	plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: pods, Strategy: s.set.Spec.UpdateStrategy,
 		DriftPolicy: s.set.Spec.DriftPolicy, Budgets: budgets, ReleasedBefore: releasedBefore, ReleaseMargin: viewAge})
 	if err != nil {

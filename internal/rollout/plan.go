@@ -465,21 +465,18 @@ func releasable(p Pod, margin time.Duration) (bool, time.Time) {
 // at now, from was: a write made before it reads as released (Classify),
 // kept once for all pods as a later failure hides a release. It moves only
 // forward, to just after the last write it passes, and passes none made
-// within margin (how old the view of pods may be) or at or after limit
-// (zero: none). next is when a write not passed yet may be, zero when none.
+// within margin (how old the view of pods may be: a write whose patch
+// failed without saying it did not land shows within it too). next is
+// when a write not passed yet may be, zero when none.
 // Worked cases, margin 1m, now 12:10:00, was 12:00:00:
 //
 //	writes at 12:01 and 12:03, back since 12:02 and 12:04 → 12:03:00.000001
 //	writes at 12:01 back since 12:02, 12:03 not back       → 12:01:00.000001
 //	write at 12:01 back since 12:09:30                     → 12:00:00, next 12:10:30
 //	write at 11:58, not back (read released already)       → 12:00:00
-//	writes at 12:01 and 12:03, both back, limit 12:02      → 12:01:00.000001
-func ReleasedBefore(pods []Pod, was, now time.Time, margin time.Duration, limit time.Time) (at, next time.Time) {
+func ReleasedBefore(pods []Pod, was, now time.Time, margin time.Duration) (at, next time.Time) {
 	// The cut: no write at or after it is passed.
 	cut := now.Add(-margin)
-	if !limit.IsZero() && limit.Before(cut) {
-		cut = limit
-	}
 	var ready []time.Time
 	for _, p := range pods {
 		w := p.Record.Write

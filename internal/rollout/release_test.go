@@ -35,23 +35,21 @@ func TestReleasedBefore(t *testing.T) {
 	tests := []struct {
 		name       string
 		pods       []Pod
-		limit      time.Time
 		want, next time.Time
 	}{
-		{"both back", []Pod{pod("12:01:00", "12:02:00"), pod("12:03:00", "12:04:00")}, time.Time{}, at("12:03:00").Add(time.Microsecond), time.Time{}},
-		{"the later one not back", []Pod{pod("12:01:00", "12:02:00"), pod("12:03:00", "")}, time.Time{}, at("12:01:00").Add(time.Microsecond), time.Time{}},
-		{"the earlier one not back", []Pod{pod("12:01:00", ""), pod("12:03:00", "12:04:00")}, time.Time{}, was, time.Time{}},
-		{"back less than the margin", []Pod{pod("12:01:00", "12:09:30")}, time.Time{}, was, at("12:10:30")},
-		{"written less than the margin ago, back at once", []Pod{pod("12:09:20", "12:09:20")}, time.Time{}, was, at("12:10:20")},
-		{"no write", []Pod{{}}, time.Time{}, was, time.Time{}},
-		{"a write before timed writes: never passed", []Pod{{Back: true, Record: revision.SetState{Write: &revision.Write{}}}}, time.Time{}, was, time.Time{}},
-		{"back but owing a write of its own", []Pod{with(pod("12:01:00", "12:02:00"), func(p *Pod) { p.BackButOwed = true })}, time.Time{}, was, time.Time{}},
-		{"back but another set's write in flight", []Pod{with(pod("12:01:00", "12:02:00"), func(p *Pod) { p.OthersWriting = true })}, time.Time{}, was, time.Time{}},
-		{"never back: it never goes back", []Pod{pod("11:58:00", "")}, time.Time{}, was, time.Time{}},
-		{"both back, a limit between them", []Pod{pod("12:01:00", "12:02:00"), pod("12:03:00", "12:04:00")}, at("12:02:00"), at("12:01:00").Add(time.Microsecond), time.Time{}},
+		{"both back", []Pod{pod("12:01:00", "12:02:00"), pod("12:03:00", "12:04:00")}, at("12:03:00").Add(time.Microsecond), time.Time{}},
+		{"the later one not back", []Pod{pod("12:01:00", "12:02:00"), pod("12:03:00", "")}, at("12:01:00").Add(time.Microsecond), time.Time{}},
+		{"the earlier one not back", []Pod{pod("12:01:00", ""), pod("12:03:00", "12:04:00")}, was, time.Time{}},
+		{"back less than the margin", []Pod{pod("12:01:00", "12:09:30")}, was, at("12:10:30")},
+		{"written less than the margin ago, back at once", []Pod{pod("12:09:20", "12:09:20")}, was, at("12:10:20")},
+		{"no write", []Pod{{}}, was, time.Time{}},
+		{"a write before timed writes: never passed", []Pod{{Back: true, Record: revision.SetState{Write: &revision.Write{}}}}, was, time.Time{}},
+		{"back but owing a write of its own", []Pod{with(pod("12:01:00", "12:02:00"), func(p *Pod) { p.BackButOwed = true })}, was, time.Time{}},
+		{"back but another set's write in flight", []Pod{with(pod("12:01:00", "12:02:00"), func(p *Pod) { p.OthersWriting = true })}, was, time.Time{}},
+		{"never back: it never goes back", []Pod{pod("11:58:00", "")}, was, time.Time{}},
 	}
 	for _, tt := range tests {
-		got, next := ReleasedBefore(tt.pods, was, now, time.Minute, tt.limit)
+		got, next := ReleasedBefore(tt.pods, was, now, time.Minute)
 		if !got.Equal(tt.want) || !next.Equal(tt.next) {
 			t.Errorf("%s: ReleasedBefore = %v, next %v; want %v, next %v", tt.name, got, next, tt.want, tt.next)
 		}
@@ -110,7 +108,7 @@ func TestSettleBehindStuckWrite(t *testing.T) {
 		pod("p03", now.Add(-40*time.Second), now.Add(-30*time.Second)),
 	}
 	was := now.Add(-10 * time.Minute)
-	at, _ := ReleasedBefore(pods, was, now, time.Minute, time.Time{})
+	at, _ := ReleasedBefore(pods, was, now, time.Minute)
 	if !at.Equal(was) {
 		t.Fatalf("ReleasedBefore = %v, want %v: p01's write is not back", at, was)
 	}
