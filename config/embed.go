@@ -33,3 +33,10 @@ var PolicyRBAC []byte
 //
 //go:embed policy/restrict-sidecars.yaml
 var AdmissionPolicy []byte
+
+// ArgoCDHealth is the Argo CD health check of a SidecarSet, in Lua, as
+// argocd-cm's resource.customizations.health.sidecarset.dev_SidecarSet
+// takes it.
+//
+//go:embed argocd/health.lua
+var ArgoCDHealth string
