@@ -201,8 +201,12 @@ func holdMaxUnavailable(j job, t *tally) (HoldReason, string, bool) {
 	if !j.u.Disrupts || t.room+int(j.own()) > 0 {
 		return "", "", false
 	}
-	return HeldByMaxUnavailable, fmt.Sprintf("maxUnavailable %d reached: %s updating or updated but not ready",
-		t.scope.MaxUnavailable, podCount(t.scope.MaxUnavailable-t.room)), true
+	msg := fmt.Sprintf("maxUnavailable %d reached: %s updating or updated but not ready",
+		t.scope.MaxUnavailable, podCount(t.scope.MaxUnavailable-t.room))
+	if n := t.scope.UnavailableLost; n > 0 {
+		msg += fmt.Sprintf(", %d of them on nodes that are not Ready", n)
+	}
+	return HeldByMaxUnavailable, msg, true
 }
 
 // holdDisruptionBudget: a write that disrupts the pod finds a budget spent.

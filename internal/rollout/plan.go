@@ -59,9 +59,11 @@ type Scope struct {
 	Updated      int
 	UpdatedReady int
 	// MaxUnavailable is how many pods may be disrupted at once; Unavailable,
-	// how many are (counted).
-	MaxUnavailable int
-	Unavailable    int
+	// how many are (counted); UnavailableLost, how many of them are on lost
+	// nodes.
+	MaxUnavailable  int
+	Unavailable     int
+	UnavailableLost int
 }
 
 // Plan is what the controller does next.
@@ -591,10 +593,11 @@ func hasWork(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) boo
 }
 
 // counted reports whether p counts against maxUnavailable: the rollout has
-// it down, or it failed Again, unless another set has it down or its node
-// is lost; there, a write still to come keeps its slot.
+// it down, on a lost node too (its kubelet may run on, and the write have
+// broken it), or it failed Again, unless another set has it down or its
+// node is lost.
 func (p Pod) counted() bool {
-	return p.Disrupting && (!p.NodeLost || p.Updating) || p.Again && !p.NodeLost && len(p.DisruptedBy) == 0
+	return p.Disrupting || p.Again && !p.NodeLost && len(p.DisruptedBy) == 0
 }
 
 // newScope does the arithmetic Next and status.Compute share.
@@ -604,6 +607,9 @@ func newScope(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) (S
 		// Every pod, selected or not.
 		if p.counted() {
 			sc.Unavailable++
+			if p.NodeLost {
+				sc.UnavailableLost++
+			}
 		}
 		if !selected(p) {
 			continue

@@ -480,10 +480,12 @@ func TestNext(t *testing.T) {
 			want:     outcome{nil, held(HeldByMaxUnavailable, podRange(2, 3))},
 		},
 		{
-			name:     "maxUnavailable 1, p01 updated while ready and back, then its node lost: it holds no slot",
+			// Its node may be NotReady while its kubelet runs on (PLEG, the
+			// network plugin): a sidecar the write broke is down still.
+			name:     "maxUnavailable 1, p01 updated while ready, not released, then its node lost: it keeps its slot",
 			pods:     fleet(3, each([]opt{updated, disrupted, nodeLost}, "p01")),
 			strategy: strategy("0", "1"),
-			want:     outcome{[]string{"p02"}, held(HeldByMaxUnavailable, "p03")},
+			want:     outcome{nil, held(HeldByMaxUnavailable, podRange(2, 3))},
 		},
 		{
 			// Found by review: the lost pod, not ready, went first and took

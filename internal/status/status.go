@@ -197,7 +197,8 @@ func Compute(in Input) Result {
 	// that can hide only a due pod held for a reason of the rollout's own,
 	// maxUnavailable or its own write in flight, and then a pod it is
 	// waiting for is failing already.
-	failing := failingPods > 0 || (!notUpdate && in.Plan.Due > heldByOthers+c.nodeLost)
+	// So are due pods held for slots that pods on lost nodes keep.
+	failing := failingPods > 0 || (!notUpdate && in.Plan.Due > heldByOthers+c.nodeLost+heldForLost(in.Plan))
 	if complete && !notUpdate {
 		st.CompletedRevision = in.Latest.Name
 	}
@@ -392,6 +393,16 @@ func leftOver(pods []rollout.Pod, sc rollout.Scope, c counts) string {
 	return ""
 }
 
+// heldForLost returns how many pods plan holds for maxUnavailable that
+// would have room but for the pods on lost nodes that keep their slots.
+func heldForLost(plan rollout.Plan) int {
+	sc := plan.Scope
+	if sc.UnavailableLost == 0 || sc.Unavailable-sc.UnavailableLost >= sc.MaxUnavailable {
+		return 0
+	}
+	return heldBy(plan.Held, rollout.HeldByMaxUnavailable)
+}
+
 // movesPods reports whether updates move a pod: a write of the record
 // alone is bookkeeping, and a plan of those alone is no progress.
 func movesPods(updates []rollout.PodUpdate) bool {
@@ -475,6 +486,12 @@ func summarize(st v1alpha1.SidecarSetStatus, sc rollout.Scope, c counts, held []
 	}
 	if c.nodeLost > 0 {
 		parts = append(parts, fmt.Sprintf("%d on nodes that are not Ready", c.nodeLost))
+	}
+	switch n := sc.UnavailableLost; {
+	case n == 1:
+		parts = append(parts, "1 keeps a maxUnavailable slot on a node that is not Ready")
+	case n > 1:
+		parts = append(parts, fmt.Sprintf("%d keep maxUnavailable slots on nodes that are not Ready", n))
 	}
 	if n := heldBy(held, rollout.HeldChangeInFlight); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d wait for the kubelet to act on an image changed by someone else", n))

@@ -501,6 +501,22 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// The rollout's own pod, down on a lost node, keeps its slot;
+			// the pods it holds back are not stall work.
+			name: "due pods held for a slot that a pod on a lost node keeps do not stall",
+			pods: func() []rollout.Pod {
+				ps := fleet(3, mix{UpdatedNotReady: 1})
+				ps[0].NodeLost = true
+				return ps
+			}(),
+			strategy:     rolling("0"),
+			previous:     statusOf(3, 1, 2, 0, progressing),
+			lastProgress: ago(time.Hour),
+			want: Result{
+				Status: statusOf(3, 1, 2, 0, updatingConds("0 of 3 pods updated and ready; 1 updated but not ready; 1 keeps a maxUnavailable slot on a node that is not Ready")),
+			},
+		},
+		{
 			// A budget that allows nothing is not the rollout's failure: it
 			// waits, says so, and does not stall and pause itself.
 			name:         "due pods held by a budget alone do not stall",
