@@ -328,6 +328,9 @@ func TestStalledRolloutUndone(t *testing.T) {
 	}
 	mustContain(t, conditionRow(t, r.out, f.Set, "Stalled"), "True", "ProgressDeadlineExceeded", "no progress within progressDeadlineSeconds (2s): 0 of 2 pods updated and ready; 1 updating")
 	mustContain(t, conditionRow(t, r.out, f.Set, "Progressing"), "False", "Paused", "updateStrategy.paused is true")
+	if strings.Contains(r.out, v1alpha1.ConditionReconciling) {
+		t.Errorf("status shows Reconciling, which repeats Progressing for kstatus:\n%s", r.out)
+	}
 
 	// DECLARED, READY, STATE and REASON. The kubelet says ErrImagePull
 	// first, then ImagePullBackOff between its pulls; the real node's

@@ -214,6 +214,10 @@ func conditionsTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 	}}
 	for i := range sets {
 		for _, c := range sets[i].Status.Conditions {
+			if c.Type == v1alpha1.ConditionReconciling {
+				// Progressing again, for kstatus.
+				continue
+			}
 			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
 				sets[i].Name, c.Type, string(c.Status), c.Reason, age(c.LastTransitionTime, now), c.Message,
 			}})
