@@ -114,6 +114,7 @@ func parseFlags(args []string, euid int, errOut io.Writer) (_ playground.Options
 	fs.StringVar(&opts.KubeConfig, "kubeconfig", "playground.kubeconfig", "where to write the kubeconfig once everything answers (removed on exit)")
 	kind := fs.String("node-kind", string(playground.Simulated), "what runs the pods: simulated nodes, or one real node (needs root)")
 	fs.IntVar(&opts.Nodes, "nodes", 3, "how many simulated nodes to run (a real node is one)")
+	fs.DurationVar(&opts.SimDelay, "sim-delay", 0, "make simulated nodes take time as real ones do: an image pull takes this long, a container start and the reaction to a pod's change half of it (2s makes a rollout slow enough to watch, pause and resume)")
 	fs.BoolVar(&opts.Demo, "demo", true, "run the guided demo once the environment is up")
 	fs.BoolVar(&opts.ExitAfterDemo, "exit-after-demo", false, "stop everything once the demo is done; exit 1 if a step failed")
 	fs.BoolVar(&verbose, "verbose", false, "show the control plane's, the nodes' and the manager's logs")

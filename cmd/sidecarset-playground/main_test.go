@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -42,6 +43,12 @@ func TestParseFlags(t *testing.T) {
 			wantErr: "--nodes 0: must be at least 1"},
 		{name: "exit after no demo", args: []string{"--demo=false", "--exit-after-demo"}, euid: user,
 			wantErr: "--exit-after-demo needs the demo"},
+		{name: "simulated nodes that take time", args: []string{"--sim-delay", "2s"}, euid: user,
+			want: playground.Options{NodeKind: playground.Simulated, Nodes: 3, Demo: true, SimDelay: 2 * time.Second}},
+		{name: "a delay on a real node", args: []string{"--node-kind=real", "--sim-delay", "2s"}, euid: root,
+			wantErr: "--sim-delay 2s: a real node takes the time it takes"},
+		{name: "a negative delay", args: []string{"--sim-delay", "-1s"}, euid: user,
+			wantErr: "--sim-delay -1s: must be between 0 and 10s"},
 		{name: "argument", args: []string{"real"}, euid: root,
 			wantErr: `unexpected argument "real"`},
 	} {
@@ -56,7 +63,7 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := playground.Options{NodeKind: opts.NodeKind, Nodes: opts.Nodes, Demo: opts.Demo, ExitAfterDemo: opts.ExitAfterDemo}
+			got := playground.Options{NodeKind: opts.NodeKind, Nodes: opts.Nodes, Demo: opts.Demo, ExitAfterDemo: opts.ExitAfterDemo, SimDelay: opts.SimDelay}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}

@@ -41,6 +41,10 @@ type Options struct {
 	NodeKind NodeKind
 	// Nodes is how many nodes run: any number of simulated ones, one real.
 	Nodes int
+	// SimDelay makes simulated nodes take time as real ones do: an image
+	// pull takes SimDelay, a container start and the node's reaction to a
+	// pod's change half of it. Zero: they act at once.
+	SimDelay time.Duration
 	// Demo runs the guided demo once the environment is up.
 	Demo bool
 	// ExitAfterDemo stops everything once the demo is done, instead of
@@ -63,7 +67,13 @@ func (o Options) Check(euid int) error {
 		if o.Nodes < 1 {
 			return fmt.Errorf("--nodes %d: must be at least 1", o.Nodes)
 		}
+		if o.SimDelay < 0 || o.SimDelay > 10*time.Second {
+			return fmt.Errorf("--sim-delay %v: must be between 0 and 10s (longer outlasts the demo's waits)", o.SimDelay)
+		}
 	case Real:
+		if o.SimDelay != 0 {
+			return fmt.Errorf("--sim-delay %v: a real node takes the time it takes; the flag is for --node-kind=simulated", o.SimDelay)
+		}
 		if o.Nodes != 1 {
 			return fmt.Errorf("--nodes %d: --node-kind=real runs one node", o.Nodes)
 		}
@@ -92,8 +102,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	where := "on loopback"
 	stackOpts := stack.Options{
 		ControllerManager: true,
-		Sim:               kubeletsim.Options{Nodes: opts.Nodes},
-		Output:            opts.Log,
+		Sim: kubeletsim.Options{Nodes: opts.Nodes,
+			PullDelay: opts.SimDelay, StartDelay: opts.SimDelay / 2, SyncDelay: opts.SimDelay / 2},
+		Output: opts.Log,
 	}
 	if realNode {
 		nodes = "a real node (kubelet, containerd and runc; images built locally)"
