@@ -81,7 +81,7 @@ func run() error {
 	var checksums strings.Builder
 	for _, p := range build {
 		began := time.Now()
-		bin, err := binary(p, *binaries, *pkg)
+		bin, err := binary(p, *binaries, *pkg, *version)
 		if err != nil {
 			return err
 		}
@@ -134,8 +134,9 @@ func epoch() (time.Time, error) {
 }
 
 // binary returns the command for p: read from DIR/<os>_<arch>/ when from is
-// given, else built from pkg with the Go toolchain on PATH.
-func binary(p dist.Platform, from, pkg string) ([]byte, error) {
+// given, else built from pkg with the Go toolchain on PATH, saying version
+// (kubectl sidecarset version).
+func binary(p dist.Platform, from, pkg, version string) ([]byte, error) {
 	if from != "" {
 		return os.ReadFile(filepath.Join(from, p.OS+"_"+p.Arch, p.BinaryName()))
 	}
@@ -145,7 +146,8 @@ func binary(p dist.Platform, from, pkg string) ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, p.BinaryName())
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", path, pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false",
+		"-ldflags=-s -w -X github.com/sidecarset/sidecarset/internal/cli.Version="+version, "-o", path, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build %s for %s: %w\n%s", pkg, p, err, out)

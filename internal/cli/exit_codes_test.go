@@ -245,6 +245,7 @@ func TestExitCodesPerVerb(t *testing.T) {
 		"convert":           "012",
 		"restart":           "012345",
 		"restart-unmanaged": "012345",
+		"version":           "0125",
 	}
 	var verbs []string
 	var walk func(c *cobra.Command, path string)

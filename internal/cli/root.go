@@ -41,6 +41,7 @@ Pointing it at a cluster works as with kubectl: it reads $KUBECONFIG or
 		NewCmdConvert(o),
 		NewCmdRestart(o),
 		NewCmdRestartUnmanaged(o),
+		NewCmdVersion(o),
 	)
 	withUsageErrors(cmd)
 	return cmd
