@@ -55,6 +55,15 @@ type release struct {
 	// serviceMonitor is the ServiceMonitor's interval and extra labels;
 	// nil when none is rendered.
 	serviceMonitor *serviceMonitor
+	// logLevel is --zap-log-level, "" for the default, info.
+	logLevel string
+	// extraArgs end the manager's arguments.
+	extraArgs []string
+	// podLabels and podAnnotations are the pod template's besides the
+	// chart's own labels.
+	podLabels, podAnnotations map[string]string
+	// spread is how many topologySpreadConstraints the pod has.
+	spread int
 }
 
 type serviceMonitor struct {
@@ -87,7 +96,21 @@ metrics:
     enabled: true
 admissionPolicy:
   enabled: true
+podLabels: {team: platform, app.kubernetes.io/name: not-the-chart-s}
+podAnnotations: {example.com/owner: platform}
+logLevel: debug
+extraArgs: [--workers=8]
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector: {matchLabels: {app.kubernetes.io/name: sidecarset}}
 `,
+	logLevel:        "debug",
+	extraArgs:       []string{"--workers=8"},
+	podLabels:       map[string]string{"team": "platform"},
+	podAnnotations:  map[string]string{"example.com/owner": "platform"},
+	spread:          1,
 	replicas:        1,
 	injection:       "auto",
 	allowedKeys:     "example.com/,prometheus.io/scrape,team-*",
@@ -477,6 +500,26 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 	if got := args["--injection"]; got != rel.injection {
 		t.Errorf("--injection = %q, want %q", got, rel.injection)
 	}
+	if got, want := args["--zap-log-level"], orDefault(rel.logLevel, "info"); got != want {
+		t.Errorf("--zap-log-level = %q, want %q", got, want)
+	}
+	if got := c.Args[len(c.Args)-len(rel.extraArgs):]; !slices.Equal(got, rel.extraArgs) {
+		t.Errorf("the arguments end with %q, want extraArgs %q", got, rel.extraArgs)
+	}
+	for k, v := range rel.podLabels {
+		if podLabels[k] != v {
+			t.Errorf("pod label %s = %q, want %q from podLabels", k, podLabels[k], v)
+		}
+	}
+	if podLabels["app.kubernetes.io/name"] != "sidecarset" {
+		t.Errorf("pod label app.kubernetes.io/name = %q: podLabels overrode a label that selects the pods", podLabels["app.kubernetes.io/name"])
+	}
+	if diff := cmp.Diff(rel.podAnnotations, d.Spec.Template.Annotations, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("pod annotations (-podAnnotations +chart):\n%s", diff)
+	}
+	if got := len(spec.TopologySpreadConstraints); got != rel.spread {
+		t.Errorf("%d topologySpreadConstraints, want %d", got, rel.spread)
+	}
 	// No key is allowed unless the values list some.
 	if got, ok := args["--patch-pod-metadata-allowed-keys"]; got != rel.allowedKeys || ok != (rel.allowedKeys != "") {
 		t.Errorf("--patch-pod-metadata-allowed-keys = %q (given: %t), want %q", got, ok, rel.allowedKeys)
@@ -835,4 +878,12 @@ func TestManagerAcceptsArgs(t *testing.T) {
 			t.Errorf("%s: sidecarset-manager %q: %v\n%s", rel.name, c.Args, err, out)
 		}
 	}
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -70,6 +70,10 @@ func TestSchema(t *testing.T) {
 		{"affinity: {podAntiAfinity: {}}", "podAntiAfinity"},
 		{"affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpression: []}]}}}", "matchExpression"},
 		{"nodeSelector: {disk: {type: ssd}}", "nodeSelector"},
+		{"logLevel: verbose", "logLevel"},
+		{"extraArgs: [workers=8]", "extraArgs"},
+		{"podLabels: {team: [a]}", "podLabels"},
+		{"topologySpreadConstraints: [{maxSkew: 1, topologykey: zone}]", "topologykey"},
 	} {
 		_, _, err := install(t, configNamespace, tc.values)
 		if err == nil || !strings.Contains(err.Error(), schemaError) || !strings.Contains(err.Error(), tc.want) {
@@ -89,6 +93,9 @@ func TestSchemaAccepts(t *testing.T) {
 		"nodeSelector: {kubernetes.io/os: linux}",
 		"imagePullSecrets: [{name: registry}]",
 		"priorityClassName: system-cluster-critical",
+		"logLevel: '4'",
+		"extraArgs: [--workers=8, --narrow-pod-webhook=false]",
+		"podAnnotations: {example.com/owner: platform}",
 		"injection: policy",
 		"injection: auto",
 		"patchPodMetadata: {allowedKeys: ['*']}",
@@ -173,13 +180,14 @@ func TestSchemaClosed(t *testing.T) {
 // kubernetesValues are the values that the chart hands to the manager's pod
 // as they are, and the Kubernetes API type each one is.
 var kubernetesValues = map[string]reflect.Type{
-	"imagePullSecrets":   reflect.TypeFor[[]corev1.LocalObjectReference](),
-	"resources":          reflect.TypeFor[corev1.ResourceRequirements](),
-	"nodeSelector":       reflect.TypeFor[map[string]string](),
-	"tolerations":        reflect.TypeFor[[]corev1.Toleration](),
-	"affinity":           reflect.TypeFor[corev1.Affinity](),
-	"podSecurityContext": reflect.TypeFor[corev1.PodSecurityContext](),
-	"securityContext":    reflect.TypeFor[corev1.SecurityContext](),
+	"imagePullSecrets":          reflect.TypeFor[[]corev1.LocalObjectReference](),
+	"resources":                 reflect.TypeFor[corev1.ResourceRequirements](),
+	"nodeSelector":              reflect.TypeFor[map[string]string](),
+	"tolerations":               reflect.TypeFor[[]corev1.Toleration](),
+	"topologySpreadConstraints": reflect.TypeFor[[]corev1.TopologySpreadConstraint](),
+	"affinity":                  reflect.TypeFor[corev1.Affinity](),
+	"podSecurityContext":        reflect.TypeFor[corev1.PodSecurityContext](),
+	"securityContext":           reflect.TypeFor[corev1.SecurityContext](),
 }
 
 // TestSchemaKubernetesValues checks that each value handed to the pod is
