@@ -20,9 +20,10 @@ type Fence struct {
 	// inFlight is held shared by each write, and exclusively by Close.
 	inFlight sync.RWMutex
 	closed   bool
-	// until is when writes stop without a renewal, in Unix nanoseconds;
-	// 0: no lease, no limit.
-	until atomic.Int64
+	// until is when writes stop without a renewal, read with the
+	// monotonic clock as client-go's lease times are; nil: no lease, no
+	// limit.
+	until atomic.Pointer[time.Time]
 }
 
 // Renewed records that the lease was acquired or renewed by a request sent
@@ -30,14 +31,15 @@ type Fence struct {
 // write may start until then less the time it may take (WriteTimeout) and
 // a second for the clocks' rates and the scheduler.
 func (f *Fence) Renewed(sent time.Time, leaseDuration time.Duration) {
-	f.until.Store(sent.Add(leaseDuration - WriteTimeout - time.Second).UnixNano())
+	until := sent.Add(leaseDuration - WriteTimeout - time.Second)
+	f.until.Store(&until)
 }
 
 // Enter reports whether a pod write may start at now; when it may, the
 // caller calls Leave once the write is over.
 func (f *Fence) Enter(now time.Time) bool {
 	f.inFlight.RLock()
-	if f.closed || (f.until.Load() != 0 && now.UnixNano() > f.until.Load()) {
+	if until := f.until.Load(); f.closed || (until != nil && now.After(*until)) {
 		f.inFlight.RUnlock()
 		return false
 	}
