@@ -64,6 +64,10 @@ type release struct {
 	podLabels, podAnnotations map[string]string
 	// spread is how many topologySpreadConstraints the pod has.
 	spread int
+	// hostNetwork runs the pod in the node's network, the manager on
+	// webhookPort ("" for the default, 9443).
+	hostNetwork bool
+	webhookPort string
 }
 
 type serviceMonitor struct {
@@ -127,7 +131,11 @@ topologySpreadConstraints:
 replicas: 3
 webhook:
   excludeNamespaces: [ops]
+hostNetwork: true
+containerPorts: {webhook: 10443, metrics: 10080, health: 10081}
 `,
+	hostNetwork:    true,
+	webhookPort:    "10443",
 	replicas:       3,
 	injection:      "webhook",
 	failurePolicy:  admissionregistrationv1.Fail,
@@ -516,6 +524,15 @@ func testDeployment(t *testing.T, rel release, r rendered) {
 	}
 	if diff := cmp.Diff(rel.podAnnotations, d.Spec.Template.Annotations, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("pod annotations (-podAnnotations +chart):\n%s", diff)
+	}
+	if got, want := args["--webhook-port"], orDefault(rel.webhookPort, "9443"); got != want {
+		t.Errorf("--webhook-port = %q, want %q", got, want)
+	}
+	if spec.HostNetwork != rel.hostNetwork {
+		t.Errorf("hostNetwork = %t, want %t", spec.HostNetwork, rel.hostNetwork)
+	}
+	if rel.hostNetwork && spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("dnsPolicy %q with hostNetwork: the manager would not resolve cluster names", spec.DNSPolicy)
 	}
 	if got := len(spec.TopologySpreadConstraints); got != rel.spread {
 		t.Errorf("%d topologySpreadConstraints, want %d", got, rel.spread)

@@ -71,6 +71,8 @@ func TestSchema(t *testing.T) {
 		{"affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpression: []}]}}}", "matchExpression"},
 		{"nodeSelector: {disk: {type: ssd}}", "nodeSelector"},
 		{"logLevel: verbose", "logLevel"},
+		{"containerPorts: {webhook: 0}", "webhook"},
+		{"containerPorts: {admin: 9000}", "admin"},
 		{"extraArgs: [workers=8]", "extraArgs"},
 		{"podLabels: {team: [a]}", "podLabels"},
 		{"topologySpreadConstraints: [{maxSkew: 1, topologykey: zone}]", "topologykey"},
