@@ -652,6 +652,20 @@ func (c *converter) resourcesPolicy(path string, v any) map[string]any {
 			out[k] = m[k]
 		case "resourcesExpr":
 			out[k] = c.resourcesExpr(path+".resourcesExpr", m[k])
+		case "targetContainerMode", "resourceExpr":
+			// OpenKruise's names before kruise#2244, which its samples and
+			// English docs still use.
+			renamed := map[string]string{"targetContainerMode": "targetContainersMode", "resourceExpr": "resourcesExpr"}[k]
+			if _, both := m[renamed]; both {
+				c.warn("%s.%s dropped: %s, its newer name, is given too", path, k, renamed)
+				continue
+			}
+			c.warn("%s.%s read as %s, its name since OpenKruise renamed it", path, k, renamed)
+			if renamed == "resourcesExpr" {
+				out[renamed] = c.resourcesExpr(path+"."+k, m[k])
+			} else {
+				out[renamed] = m[k]
+			}
 		default:
 			c.unknown(path + "." + k)
 		}

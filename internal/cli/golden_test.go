@@ -125,6 +125,9 @@ func TestConvert(t *testing.T) {
 		// metadata and status; namespaceSelector.namespaces, which
 		// OpenKruise's API lacks; documents that are not SidecarSets.
 		"list",
+		// resourcesPolicy spelt as OpenKruise's samples still spell it,
+		// before its fields were renamed.
+		"legacy-names",
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "convert")
