@@ -38,13 +38,16 @@ import (
 // does), budget syncs that lag, reconciles on cache views up to two steps
 // stale (never older than the last one read, as an informer's cache) with
 // optimistic-lock writes, image changes (new tags, digest pins of the
-// running tag, undo, images that never pull, never get ready or crash)
-// of regular, native, ordinary init and HotUpgrade sidecars of up to three
-// overlapping SidecarSets, and of a HotUpgrade sidecar's empty image,
+// running tag, undo, images that never pull, never get ready, crash, or
+// fail after they were ready) of regular, native, ordinary init and
+// HotUpgrade sidecars of up to three overlapping SidecarSets, and of a
+// HotUpgrade sidecar's empty image,
 // partition steps, pauses and resumes, hand edits of a pod's sidecar image
 // with one set (reported or reverted by driftPolicy), changes of a running
 // sidecar's memory (resized in place, the resize after the record sometimes
-// lost), and manager restarts that forget every write in flight. After
+// lost), readiness probes that fail once, nodes whose kubelet goes silent,
+// is noticed (the node not Ready, its pods marked not Ready) and comes
+// back, and manager restarts that forget every write in flight. After
 // every step it checks:
 //
 //   - each set disrupts at most maxUnavailable ready pods at once (a hot
@@ -55,6 +58,7 @@ import (
 //   - a reconcile moves no more pods to the latest revision than the
 //     partition allows;
 //   - no app container restarts;
+//   - no write changes a pod on a node the view shows not Ready;
 //   - no pod is written twice for one revision while it stays the latest;
 //   - a HotUpgrade sidecar always serves: its two slots never both have an
 //     empty image in the pod spec, a write puts an empty image into the
@@ -129,11 +133,11 @@ func TestModelView(t *testing.T) {
 		t.Run(fmt.Sprint(tc.lags), func(t *testing.T) {
 			m := &model{taken: 3, read: 1}
 			for _, name := range []string{"v0", "v1", "v2"} {
-				m.history = append(m.history, []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: name}}})
+				m.history = append(m.history, snap{pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: name}}}})
 			}
 			var got []string
 			for _, lag := range tc.lags {
-				got = append(got, m.view(lag)[0].Name)
+				got = append(got, m.view(lag).pods[0].Name)
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("views %v, want %v", got, tc.want)
@@ -182,16 +186,26 @@ type model struct {
 	sets    []*mset
 	pods    []*mpod
 	budgets []*mbudget
-	// history holds copies of the pods after each step, newest last: the
-	// cache views reconciles may read. taken counts the copies made; read
-	// is the number of the newest one a reconcile read (view).
-	history     [][]*corev1.Pod
+	// history holds copies of the pods and nodes after each step, newest
+	// last: the cache views reconciles may read. taken counts the copies
+	// made; read is the number of the newest one a reconcile read (view).
+	history     []snap
 	taken, read int
+	// gone holds the nodes whose kubelet acts on nothing and publishes
+	// nothing; lost those of them the API shows not Ready, their pods
+	// marked not Ready by the node controller.
+	gone, lost map[string]bool
 	// writes keeps, per set, the pods it wrote, as written (the
 	// controller's memory; a restart forgets it).
 	writes   map[string]map[string]*corev1.Pod
 	instance int
 	rv       int
+}
+
+// snap is one cache view: the pods, and the nodes not Ready.
+type snap struct {
+	pods []*corev1.Pod
+	lost map[string]bool
 }
 
 type mset struct {
@@ -230,8 +244,9 @@ type mctr struct {
 	waiting   bool
 	last      int
 	lastImage string
-	// warm counts the syncs until a new container is ready.
-	warm int
+	// warm counts the syncs until a new container is ready; age counts
+	// the syncs since it started.
+	warm, age int
 	// mem is the memory the runtime applied to the running container.
 	mem string
 	// started is when the running instance started, by the node's clock.
@@ -279,10 +294,14 @@ func imageIDOf(ref string) string {
 
 func pullFails(ref string) bool { return strings.Contains(ref, "pull-fails") }
 
-var groups = []string{"a", "b", "c"}
+var (
+	groups = []string{"a", "b", "c"}
+	nodes  = []string{"n0", "n1", "n2"}
+)
 
 func newModel(t *rapid.T) *model {
-	m := &model{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), writes: map[string]map[string]*corev1.Pod{}}
+	m := &model{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), writes: map[string]map[string]*corev1.Pod{},
+		gone: map[string]bool{}, lost: map[string]bool{}}
 	nSets := rapid.IntRange(1, 3).Draw(t, "sets")
 	for i := range nSets {
 		name := fmt.Sprintf("s%d", i)
@@ -361,12 +380,14 @@ func newModel(t *rapid.T) *model {
 }
 
 // newPod creates a pod with an app container and every matching set
-// injected, as the webhook does.
+// injected, as the webhook does, on a node that is Ready.
 func (m *model) newPod(name, group string, neverReady bool) *mpod {
+	up := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return m.gone[n] })
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: modelNS, Name: name, UID: types.UID("uid-" + name), Generation: 1,
 			Labels: map[string]string{"g": group}, Annotations: map[string]string{}},
-		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "mysql:8"}}},
+		Spec: corev1.PodSpec{NodeName: rapid.SampledFrom(up).Draw(m.t, "node"),
+			Containers: []corev1.Container{{Name: "app", Image: "mysql:8"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	if neverReady {
@@ -514,6 +535,9 @@ func specImage(pod *corev1.Pod, name string) string {
 // shows in the next sync's status, as on a real node, where the kubelet
 // publishes a sync's status before acting on the spec.
 func (m *model) sync(p *mpod) {
+	if m.gone[p.pod.Spec.NodeName] {
+		return
+	}
 	pod := p.pod
 	st := corev1.PodStatus{Phase: corev1.PodRunning, ObservedGeneration: pod.Generation}
 	if p.oldKubelet {
@@ -533,7 +557,7 @@ func (m *model) sync(p *mpod) {
 				cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.last), imageIDOf(c.lastImage)
 			}
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}
-			if crashes(c.image) {
+			if crashes(c.image) || failsLate(c.image) {
 				cs.State.Waiting.Reason = "CrashLoopBackOff"
 			}
 			ready = false
@@ -581,6 +605,7 @@ func (m *model) sync(p *mpod) {
 		if c.warm > 0 {
 			c.warm--
 		}
+		c.age++
 		switch {
 		case c.init && !c.runs:
 			// Ran once, before the app; never again.
@@ -588,7 +613,7 @@ func (m *model) sync(p *mpod) {
 				m.instance++
 				c.instance, c.image, c.started = m.instance, want, m.now
 			}
-		case c.instance > 0 && c.image == want && crashes(c.image):
+		case c.instance > 0 && c.image == want && (crashes(c.image) || failsLate(c.image) && c.age > 2):
 			c.last, c.lastImage, c.instance, c.waiting = c.instance, c.image, 0, true
 		case c.instance > 0 && c.image == want:
 			// A resize, in place.
@@ -606,7 +631,7 @@ func (m *model) sync(p *mpod) {
 				continue
 			}
 			m.instance++
-			c.instance, c.waiting, c.started = m.instance, false, m.now
+			c.instance, c.waiting, c.started, c.age = m.instance, false, m.now, 0
 			c.mem = specMemory(pod, c.name)
 			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
 		}
@@ -675,6 +700,11 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 
 func crashes(ref string) bool { return strings.Contains(ref, "crashes") }
 
+// failsLate reports whether a container of ref exits after it has been
+// ready for two syncs (6 s: longer than some minReadySeconds, shorter
+// than others), and again after each restart.
+func failsLate(ref string) bool { return strings.Contains(ref, "fails-late") }
+
 // unready reports whether a container of ref never passes its readiness
 // probe: it crashes, or its image never gets ready.
 func unready(ref string) bool { return crashes(ref) || strings.Contains(ref, "never-ready") }
@@ -718,9 +748,9 @@ func (m *model) syncBudget(b *mbudget) {
 }
 
 func (m *model) snapshot() {
-	view := make([]*corev1.Pod, len(m.pods))
+	view := snap{pods: make([]*corev1.Pod, len(m.pods)), lost: maps.Clone(m.lost)}
 	for i, p := range m.pods {
-		view[i] = p.pod.DeepCopy()
+		view.pods[i] = p.pod.DeepCopy()
 	}
 	m.history = append(m.history, view)
 	m.taken++
@@ -740,7 +770,7 @@ func (m *model) snapshot() {
 //	lag 0 → 2
 //	lag 1 → 1
 //	lag 2 → 1 (not 0: view 1 showed what view 0 did not)
-func (m *model) view(lag int) []*corev1.Pod {
+func (m *model) view(lag int) snap {
 	first := m.taken - len(m.history) // the number of history[0]
 	m.read = max(m.taken-1-lag, first, m.read)
 	return m.history[m.read-first]
@@ -749,7 +779,8 @@ func (m *model) view(lag int) []*corev1.Pod {
 // reconcile is the controller's loop for one set over a cache view lag
 // steps old (view).
 func (m *model) reconcile(s *mset, lag int) {
-	view := m.view(lag)
+	viewed := m.view(lag)
+	view := viewed.pods
 	latest := rollout.NewLatest(s.set)
 	latest.Now = m.now
 	var history []appsv1.ControllerRevision
@@ -792,6 +823,9 @@ func (m *model) reconcile(s *mset, lag int) {
 		others := maps.Clone(state)
 		delete(others, s.set.Name)
 		rollout.MarkOthers(&cl, pod, others, sets, m.now)
+		// As the controller marks them (markNodeLost), from its cache of
+		// nodes, as stale as that of pods.
+		cl.NodeLost = viewed.lost[pod.Spec.NodeName]
 		pods = append(pods, cl)
 		byName[pod.Name] = pod
 	}
@@ -831,7 +865,7 @@ func (m *model) reconcile(s *mset, lag int) {
 
 	var landed []rollout.PodUpdate
 	for _, u := range plan.Updates {
-		if m.write(s, byName[u.Pod.Name], u) {
+		if m.write(s, byName[u.Pod.Name], viewed.lost, u) {
 			landed = append(landed, u)
 		}
 	}
@@ -865,8 +899,10 @@ func (m *model) reconcile(s *mset, lag int) {
 }
 
 // write applies one PodUpdate to the live pod, if it has not changed since
-// the view (optimistic lock), and keeps the ground truth.
-func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
+// the view (optimistic lock), and keeps the ground truth. lost are the
+// nodes the view shows not Ready: no kubelet acts on a change of a pod on
+// one of them, and once back it acts on every one at once.
+func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollout.PodUpdate) bool {
 	var p *mpod
 	for _, mp := range m.pods {
 		if mp.pod.Name == u.Pod.Name {
@@ -913,6 +949,9 @@ func (m *model) write(s *mset, viewed *corev1.Pod, u rollout.PodUpdate) bool {
 	}
 	if changed {
 		written.Generation++
+	}
+	if (changed || resized) && lost[written.Spec.NodeName] {
+		m.t.Fatalf("%s wrote %s of %s, on a node not Ready:\n%s", s.set.Name, u.Action, p.pod.Name, m.describe(p))
 	}
 	if resized {
 		written = rollout.Resize(written, u)
@@ -1025,7 +1064,9 @@ func (m *model) checkHotWrite(s *mset, p *mpod, u rollout.PodUpdate) {
 			ok := other.Hot.Version != 0 && st.Ready && st.State.Running != nil && st.Image == other.Image &&
 				!isEmpty(other.Image) && specImage(p.pod, other.Name) == other.Image
 			for _, c := range p.ctrs {
-				if c.name == other.Name {
+				// (One that fails late may have exited since the status
+				// showed it ready: nothing sees that before the next one.)
+				if c.name == other.Name && !failsLate(c.image) {
 					ok = ok && c.instance > 0 && !c.waiting && c.warm == 0 && !unready(c.image) && c.image == other.Image
 				}
 			}
@@ -1126,7 +1167,7 @@ func (m *model) setImage(s *mset) {
 		m.specChanged(s)
 		return
 	}
-	switch rapid.IntRange(0, 5).Draw(m.t, "image-kind") {
+	switch rapid.IntRange(0, 6).Draw(m.t, "image-kind") {
 	case 0:
 		// A digest pin of the tag: the same content, a new reference.
 		c.Image = c.Name + "@" + content(c.Name+":"+version)
@@ -1137,6 +1178,8 @@ func (m *model) setImage(s *mset) {
 	case 3:
 		// Runs, and never passes its readiness probe.
 		c.Image = c.Name + "-never-ready:" + version
+	case 4:
+		c.Image = c.Name + "-fails-late:" + version
 	default:
 		c.Image = c.Name + ":" + version
 	}
@@ -1166,7 +1209,7 @@ func (m *model) specChanged(s *mset) {
 
 func (m *model) step() {
 	m.now = m.now.Add(stepTime)
-	switch rapid.IntRange(0, 12).Draw(m.t, "action") {
+	switch rapid.IntRange(0, 14).Draw(m.t, "action") {
 	case 0, 1, 2:
 		m.sync(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
 	case 3:
@@ -1199,7 +1242,7 @@ func (m *model) step() {
 		m.history = m.history[len(m.history)-1:]
 	case 10:
 		// A new pod (a scale-up), injected by the webhook.
-		if len(m.pods) < 14 {
+		if len(m.pods) < 14 && len(m.gone) < len(nodes) {
 			p := m.newPod(fmt.Sprintf("p%02d", len(m.pods)), rapid.SampledFrom(groups).Draw(m.t, "group"),
 				rapid.IntRange(0, 5).Draw(m.t, "neverReady") == 0)
 			m.pods = append(m.pods, p)
@@ -1214,9 +1257,46 @@ func (m *model) step() {
 		m.editByHand(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
 	case 12:
 		m.setMemory(rapid.SampledFrom(m.sets).Draw(m.t, "set"))
+	case 13:
+		m.nodeChange(rapid.SampledFrom(nodes).Draw(m.t, "node"))
+	case 14:
+		// A readiness probe fails once: the container is not ready for a
+		// sync, then ready again.
+		p := rapid.SampledFrom(m.pods).Draw(m.t, "pod")
+		c := rapid.SampledFrom(p.ctrs).Draw(m.t, "flaps")
+		if c.runs && c.instance > 0 {
+			c.warm = 1
+		}
 	}
 	m.snapshot()
 	m.check()
+}
+
+// nodeChange moves a node one step through losing its kubelet and
+// getting it back: a node up goes silent (its kubelet gone, before the
+// node controller notices) or, once silent, is lost (the API shows it not
+// Ready, and the node controller marks its pods not Ready) or back; a
+// node lost comes back. A kubelet back publishes what runs at its next
+// sync, Ready included, and acts on what was written meanwhile.
+func (m *model) nodeChange(n string) {
+	switch {
+	case !m.gone[n]:
+		m.gone[n] = true
+	case !m.lost[n] && rapid.Bool().Draw(m.t, "noticed"):
+		m.lost[n] = true
+		for _, p := range m.pods {
+			if p.pod.Spec.NodeName != n || !podReady(p.pod) {
+				continue
+			}
+			p.readySince = m.now
+			p.pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+				Reason: "NodeLost", LastTransitionTime: metav1.NewTime(m.now)}}
+			m.bump(p.pod)
+		}
+	default:
+		delete(m.gone, n)
+		delete(m.lost, n)
+	}
 }
 
 // editByHand changes the image of one of p's running sidecars in the pod
@@ -1281,6 +1361,8 @@ func (m *model) run() {
 // views and budgets that can allow a disruption, and checks that each
 // completes and then stays quiet.
 func (m *model) finish() {
+	clear(m.gone)
+	clear(m.lost)
 	for _, s := range m.sets {
 		for i := range s.set.Spec.Containers {
 			c := &s.set.Spec.Containers[i]
