@@ -21,7 +21,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o := cli.NewOptions(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	if err := cli.NewCmdRoot(o).ExecuteContext(ctx); err != nil {
+	root := cli.NewCmdRoot(o)
+	// Started as kubectl_complete-sidecarset, it completes for kubectl.
+	root.SetArgs(cli.Args(os.Args[0], os.Args[1:]))
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		stop()
 		os.Exit(cli.ExitCode(err))

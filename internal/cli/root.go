@@ -16,7 +16,13 @@ answer; it also injects and converts manifests offline.
 Pointing it at a cluster works as with kubectl: it reads $KUBECONFIG or
 ~/.kube/config, and takes --kubeconfig, --context, --cluster, --user and
 -n/--namespace. Installed on your PATH, it also runs as "kubectl sidecarset".
-"inject --sidecarsets FILE" and "convert" need no cluster.`,
+"inject --sidecarsets FILE" and "convert" need no cluster.
+
+Shell completion ("completion --help") completes verbs, flags and the names
+of SidecarSets. For "kubectl sidecarset", kubectl asks a program named
+kubectl_complete-sidecarset on the PATH: a link of that name to this binary
+is one, for example
+  ln -s "$(command -v kubectl-sidecarset)" "$(dirname "$(command -v kubectl-sidecarset)")/kubectl_complete-sidecarset"`,
 		Annotations: map[string]string{
 			// Help and usage then read "kubectl sidecarset VERB" when run as a
 			// kubectl plugin, which is how it is documented.
@@ -25,7 +31,6 @@ Pointing it at a cluster works as with kubectl: it reads $KUBECONFIG or
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.CompletionOptions.HiddenDefaultCmd = true
 	cmd.SetIn(o.In)
 	cmd.SetOut(o.Out)
 	cmd.SetErr(o.ErrOut)
@@ -43,6 +48,7 @@ Pointing it at a cluster works as with kubectl: it reads $KUBECONFIG or
 		NewCmdRestartUnmanaged(o),
 		NewCmdVersion(o),
 	)
+	completeNames(cmd, o)
 	withUsageErrors(cmd)
 	return cmd
 }
