@@ -21,7 +21,7 @@ import (
 func NewCmdRollout(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Steer a rollout: promote, pause, resume, undo, run",
+		Short: "Steer a rollout: promote, pause, resume, undo, run, history",
 		Long: `Steer how running pods move to a SidecarSet's latest revision.
 
 Every write is a JSON merge patch of the fields it changes, so an edit someone
@@ -32,7 +32,7 @@ makes at the same time to other fields is kept.`,
   # Walk the partition down, stopping at the first anomaly
   kubectl sidecarset rollout run mysql-exporter --steps 90%,50%,0`,
 	}
-	cmd.AddCommand(NewCmdPromote(o), NewCmdPause(o), NewCmdResume(o), NewCmdUndo(o), NewCmdRun(o))
+	cmd.AddCommand(NewCmdPromote(o), NewCmdPause(o), NewCmdResume(o), NewCmdUndo(o), NewCmdRun(o), NewCmdHistory(o))
 	return cmd
 }
 
