@@ -38,6 +38,11 @@ Stop, leaving the partition where it is, at the first anomaly:
   - someone pauses it, or sets type NotUpdate (exit 3);
   - the step is not done within --wait-ready (exit 4).
 
+With --pause D, wait D after each step but the last before taking the next,
+watching the rollout as during a step: a sidecar that fails a while after it
+got ready shows then, and stops the run the same way. The step must still be
+done when the pause ends.
+
 Each step must be lower than the one before (50,90 is refused). A step that
 would raise the partition is skipped, so after fixing what stopped a run, the
 same command picks up where it stopped. A read or write
@@ -47,7 +52,10 @@ webhook briefly away) is retried with back-off.`,
   kubectl sidecarset rollout run mysql-exporter --steps 90%,50%,0
 
   # Counts work too; give each step up to 10 minutes
-  kubectl sidecarset rollout run mysql-exporter --steps 20,10,0 --wait-ready 10m`,
+  kubectl sidecarset rollout run mysql-exporter --steps 20,10,0 --wait-ready 10m
+
+  # Let each step soak for 15 minutes before the next
+  kubectl sidecarset rollout run mysql-exporter --steps 90%,50%,0 --pause 15m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -59,6 +67,9 @@ webhook briefly away) is retried with back-off.`,
 			}
 			if opts.NotReadyTimeout <= 0 {
 				return usageErrorf("--not-ready-timeout %s: must be positive", opts.NotReadyTimeout)
+			}
+			if opts.Pause < 0 {
+				return usageErrorf("--pause %s: must not be negative", opts.Pause)
 			}
 			c, err := o.RetryingClient()
 			if err != nil {
@@ -72,6 +83,7 @@ webhook briefly away) is retried with back-off.`,
 	cmd.Flags().StringVar(&steps, "steps", "", "Partitions to go through, comma-separated: counts (10) or percentages of the matched pods (50%)")
 	cmd.Flags().DurationVar(&opts.WaitReady, "wait-ready", opts.WaitReady, "How long each step may take")
 	cmd.Flags().DurationVar(&opts.NotReadyTimeout, "not-ready-timeout", opts.NotReadyTimeout, "How long updated pods may stay not ready with no pod becoming ready")
+	cmd.Flags().DurationVar(&opts.Pause, "pause", 0, "How long to watch each step done before taking the next (0: none)")
 	return exits(cmd, map[int]string{
 		0: "every step is done",
 		1: "an anomaly stopped the run (updated pods not ready for --not-ready-timeout, a stall), or another error",
@@ -142,6 +154,9 @@ type RunOptions struct {
 	// NotReadyTimeout bounds how long updated-but-not-ready pods may go
 	// without one of them becoming ready.
 	NotReadyTimeout time.Duration
+	// Pause is how long each step but the last is watched, done, before
+	// the next.
+	Pause time.Duration
 	// Interval is how often the SidecarSet is read.
 	Interval time.Duration
 }
@@ -183,7 +198,14 @@ func Run(ctx context.Context, c client.Client, out io.Writer, opts RunOptions) e
 		} else {
 			fmt.Fprintf(out, "%s: partition already %s\n", label, cur)
 		}
-		if err := waitStep(ctx, c, out, opts, set.Generation); err != nil {
+		err = waitStep(ctx, c, out, opts, set.Generation)
+		if err == nil && opts.Pause > 0 && i < len(opts.Steps)-1 {
+			fmt.Fprintf(out, "%s: done; pausing %s before the next step\n", label, opts.Pause)
+			if err = soak(ctx, c, opts, set.Generation); err == nil {
+				err = waitStep(ctx, c, out, opts, set.Generation)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w; the partition stays at %s: see `kubectl sidecarset pods %s`, fix and run again, or `kubectl sidecarset rollout undo %s`",
 				label, err, step.String(), opts.Name, opts.Name)
 		}
@@ -252,6 +274,26 @@ func waitStep(ctx context.Context, c client.Reader, out io.Writer, opts RunOptio
 			return err
 		}
 	}
+}
+
+// soak watches a step done for opts.Pause, stopping at an anomaly as
+// waitStep does: a stall, a pause someone else set, or updated pods not
+// ready for NotReadyTimeout.
+func soak(ctx context.Context, c client.Reader, opts RunOptions, gen int64) error {
+	w := newStepWatch(gen, opts, time.Now())
+	for end := time.Now().Add(opts.Pause); time.Now().Before(end); {
+		set, err := getSet(ctx, c, opts.Name)
+		if err != nil {
+			return err
+		}
+		if _, err := w.observe(set, time.Now()); err != nil && !errors.Is(err, ErrTimeout) {
+			return err
+		}
+		if err := sleep(ctx, min(opts.Interval, time.Until(end))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

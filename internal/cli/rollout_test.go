@@ -172,6 +172,7 @@ func TestRolloutRun(t *testing.T) {
 		{[]string{"rollout", "run", f.Set}, "--steps is required"},
 		{[]string{"rollout", "run", f.Set, "--steps", "50%,x"}, `--steps (step 2) "x"`},
 		{[]string{"rollout", "run", f.Set, "--steps", "0", "--wait-ready", "0s"}, "--wait-ready 0s: must be positive"},
+		{[]string{"rollout", "run", f.Set, "--steps", "0", "--pause", "-1s"}, "--pause -1s: must not be negative"},
 	} {
 		r := kubectl(t, false, tc.args...)
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
