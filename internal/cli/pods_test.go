@@ -154,6 +154,11 @@ func TestPodsSkipped(t *testing.T) {
 		t.Errorf("skipped p02: %q, want %q", got, want)
 	}
 
+	f.WaitStatus("1 skipped", func(st v1alpha1.SidecarSetStatus) bool { return st.SkippedPods == 1 })
+	if got := row(t, ok(t, "status", f.Set).out, f.Set)[9]; got != "1" {
+		t.Errorf("status: SKIPPED %s, want 1", got)
+	}
+
 	var table metav1.Table
 	if err := json.Unmarshal([]byte(ok(t, "pods", f.Set, "-o", "json").out), &table); err != nil {
 		t.Fatalf("-o json is not a Table: %v", err)

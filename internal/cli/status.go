@@ -35,7 +35,9 @@ revision's spec; READY are Ready with every sidecar running what was written;
 UPDATED-READY are both; NOT-UPGRADABLE need a recreate (something other than an
 image changed); DRIFTED had a sidecar image changed by hand; UNMANAGED match
 the selectors but carry no record (created before the SidecarSet, or while the
-webhook was down: see restart-unmanaged). PAUSED is updateStrategy.paused.
+webhook was down: see restart-unmanaged); SKIPPED match, but the webhook could
+not inject the SidecarSet into them (pods NAME lists them with why).
+PAUSED is updateStrategy.paused.
 INJECTION is what injects new pods: Policy (a MutatingAdmissionPolicy the
 apiserver runs, with the manager's --injection=policy or auto), Webhook, or None
 (injectionStrategy.paused); the row Injection below the table says why.
@@ -177,6 +179,7 @@ func statusTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 		column("NOT-UPGRADABLE", "Pods that need a recreate.", false),
 		column("DRIFTED", "Pods with a sidecar image changed by hand.", false),
 		column("UNMANAGED", "Pods that match but carry no injection record.", false),
+		column("SKIPPED", "Pods that match, into which the webhook could not inject the SidecarSet (pods NAME lists them with why).", false),
 		column("PAUSED", "updateStrategy.paused.", false),
 		column("INJECTION", "status.injection.path: Policy (a MutatingAdmissionPolicy in the apiserver), Webhook or None (paused); why is in the table below.", false),
 		column("PARTITION", "updateStrategy.partition.", true),
@@ -191,7 +194,7 @@ func statusTable(sets []v1alpha1.SidecarSet, now time.Time) *metav1.Table {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
 			s.Name, orNone(st.LatestRevision),
 			st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods,
-			st.NotUpgradablePods, st.DriftedPods, st.UnmanagedPods,
+			st.NotUpgradablePods, st.DriftedPods, st.UnmanagedPods, st.SkippedPods,
 			strconv.FormatBool(us.Paused), injectionPath(st.Injection),
 			intOrPercent(us.Partition, "0"), intOrPercent(us.MaxUnavailable, "1"),
 			strconv.FormatBool(s.Spec.InjectionStrategy.Paused),

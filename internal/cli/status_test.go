@@ -27,8 +27,8 @@ func TestStatus(t *testing.T) {
 	st := f.WaitStatus("the injection path written", func(s v1alpha1.SidecarSetStatus) bool { return s.Injection != nil })
 
 	r := ok(t, "status", f.Set)
-	mustContain(t, r.out, "NAME", "REVISION", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "NOT-UPGRADABLE", "DRIFTED", "UNMANAGED", "PAUSED", "INJECTION")
-	want := []string{f.Set, st.LatestRevision, "3", "3", "3", "3", "0", "0", "0", "false", "Webhook"}
+	mustContain(t, r.out, "NAME", "REVISION", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "NOT-UPGRADABLE", "DRIFTED", "UNMANAGED", "SKIPPED", "PAUSED", "INJECTION")
+	want := []string{f.Set, st.LatestRevision, "3", "3", "3", "3", "0", "0", "0", "0", "false", "Webhook"}
 	if diff := cmp.Diff(want, row(t, r.out, f.Set)); diff != "" {
 		t.Errorf("status row (-want +got):\n%s", diff)
 	}
@@ -60,7 +60,7 @@ func TestStatus(t *testing.T) {
 	wide := ok(t, "status", f.Set, "-o", "wide")
 	mustContain(t, wide.out, "PARTITION", "MAX-UNAVAILABLE", "INJECTION-PAUSED", "OBSERVED", "AGE")
 	cells := row(t, wide.out, f.Set)
-	if diff := cmp.Diff([]string{"0", "1", "false"}, cells[11:14]); diff != "" {
+	if diff := cmp.Diff([]string{"0", "1", "false"}, cells[12:15]); diff != "" {
 		t.Errorf("wide columns partition, maxUnavailable, injection paused (-want +got):\n%s", diff)
 	}
 
