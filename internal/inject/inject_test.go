@@ -967,3 +967,35 @@ func TestInjectEvents(t *testing.T) {
 		t.Errorf("%d warnings, want %d: %q", n, len(want)+1, got.Warnings)
 	}
 }
+
+// TestSetWarningsPodSecurity: a sidecar or a volume that Pod Security
+// baseline forbids is warned about, with the path and what the checks
+// say; what baseline allows is not, even where restricted would not.
+func TestSetWarningsPodSecurity(t *testing.T) {
+	set := &v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{
+		Containers: []v1alpha1.SidecarContainer{
+			{Container: corev1.Container{Name: "exporter"}},
+			{Container: corev1.Container{Name: "netdebug", SecurityContext: &corev1.SecurityContext{
+				Privileged: ptr.To(true), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}},
+		},
+		InitContainers: []v1alpha1.SidecarContainer{
+			{Container: corev1.Container{Name: "mesh-init", Ports: []corev1.ContainerPort{{ContainerPort: 15001, HostPort: 15001}}}},
+		},
+		Volumes: []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}}},
+	}}
+	var got []string
+	for _, w := range inject.SetWarnings(set) {
+		if strings.Contains(w, "Pod Security") {
+			got = append(got, w)
+		}
+	}
+	const note = `: in namespaces that enforce baseline or restricted, where the apiserver would refuse such pods, the webhook leaves this SidecarSet out of them (skippedPods)`
+	want := []string{
+		`spec.containers[1]: Pod Security "baseline:latest" forbids container "netdebug" (non-default capabilities (container "netdebug" must not include "NET_ADMIN" in securityContext.capabilities.add), privileged (container "netdebug" must not set securityContext.privileged=true))` + note,
+		`spec.initContainers[0]: Pod Security "baseline:latest" forbids init container "mesh-init" (hostPort (container "mesh-init" uses hostPort 15001))` + note,
+		`spec.volumes: Pod Security "baseline:latest" forbids the volumes (hostPath volumes (volume "logs"))` + note,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Pod Security warnings (-want +got):\n%s", diff)
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
@@ -28,7 +31,11 @@ import (
 //     container with restartPolicy Always) without a readiness probe: it is
 //     Ready as soon as it runs, so only updateStrategy.minReadySeconds
 //     keeps a rollout of an image that fails soon after it starts within
-//     maxUnavailable.
+//     maxUnavailable;
+//   - a container, or the set's volumes, that Pod Security "baseline"
+//     forbids (privileged, added capabilities, host ports, hostPath, ...):
+//     pods in namespaces that enforce baseline or restricted are left
+//     without the set (skipped), as the apiserver would refuse them.
 //
 // Worked case: a set declaring container proxy (envoy:1, no resources) and
 // native sidecar mesh-init (mesh@sha256:..., with requests) gives
@@ -48,14 +55,32 @@ func SetWarnings(set *v1alpha1.SidecarSet) []string {
 	spec := field.NewPath("spec")
 	minReady := ptr.Deref(set.Spec.UpdateStrategy.MinReadySeconds, v1alpha1.DefaultMinReadySeconds)
 	for i := range set.Spec.Containers {
-		out = appendContainerWarnings(out, spec.Child("containers").Index(i), &set.Spec.Containers[i], true, minReady)
+		path := spec.Child("containers").Index(i)
+		out = appendContainerWarnings(out, path, &set.Spec.Containers[i], true, minReady)
+		out = appendBaselineWarning(out, path, fmt.Sprintf("container %q", set.Spec.Containers[i].Name),
+			&corev1.PodSpec{Containers: []corev1.Container{set.Spec.Containers[i].Container}})
 	}
 	for i := range set.Spec.InitContainers {
 		sc := &set.Spec.InitContainers[i]
 		runs := sc.RestartPolicy != nil && *sc.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		out = appendContainerWarnings(out, spec.Child("initContainers").Index(i), sc, runs, minReady)
+		path := spec.Child("initContainers").Index(i)
+		out = appendContainerWarnings(out, path, sc, runs, minReady)
+		out = appendBaselineWarning(out, path, fmt.Sprintf("init container %q", sc.Name),
+			&corev1.PodSpec{InitContainers: []corev1.Container{sc.Container}})
 	}
-	return out
+	return appendBaselineWarning(out, spec.Child("volumes"), "the volumes", &corev1.PodSpec{Volumes: set.Spec.Volumes})
+}
+
+// appendBaselineWarning appends a warning about what, at path, when the pod
+// spec made of it alone violates Pod Security "baseline".
+func appendBaselineWarning(out []string, path *field.Path, what string, spec *corev1.PodSpec) []string {
+	lv := psapi.LevelVersion{Level: psapi.LevelBaseline, Version: psapi.LatestVersion()}
+	r := policy.AggregateCheckResults(podSecurityEvaluator().EvaluatePod(lv, &metav1.ObjectMeta{}, spec))
+	if r.Allowed {
+		return out
+	}
+	return append(out, fmt.Sprintf("%s: Pod Security %q forbids %s (%s): in namespaces that enforce baseline or restricted, where the apiserver would refuse such pods, the webhook leaves this SidecarSet out of them (skippedPods)",
+		path, lv.String(), what, r.ForbiddenDetail()))
 }
 
 // appendContainerWarnings appends the warnings about sc, at path; runs: it

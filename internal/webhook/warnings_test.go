@@ -137,6 +137,25 @@ func TestSidecarSetWarningsOnApply(t *testing.T) {
 	}
 }
 
+// TestPodSecurityWarningOnApply: a privileged sidecar is accepted with a
+// warning, through the apiserver, that says what Pod Security baseline
+// forbids and what happens to pods in namespaces that enforce it.
+func TestPodSecurityWarningOnApply(t *testing.T) {
+	c, w := warningClient(t)
+	set := sidecarSet("warned-privileged", map[string]string{"example.com/mysql": "warned-privileged"},
+		corev1.Container{Name: "netdebug", Image: digestImage, Resources: resources(), ReadinessProbe: catVersion(),
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}})
+	if err := c.Create(t.Context(), set); err != nil {
+		t.Fatalf("create SidecarSet: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), set) })
+	want := []string{`spec.containers[0]: Pod Security "baseline:latest" forbids container "netdebug" (privileged (container "netdebug" must not set securityContext.privileged=true)): ` +
+		`in namespaces that enforce baseline or restricted, where the apiserver would refuse such pods, the webhook leaves this SidecarSet out of them (skippedPods)`}
+	if diff := cmp.Diff(want, w.take()); diff != "" {
+		t.Errorf("warnings on create (-want +got):\n%s", diff)
+	}
+}
+
 // TestPodCreateCarriesNoSetWarnings creates pods through the real
 // apiserver: a set's own warnings never come with them, and a pod from a
 // set that draws none, which changes nothing else about the pod, gets no
