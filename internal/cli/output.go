@@ -22,13 +22,23 @@ const (
 	OutputYAML  = "yaml"
 )
 
-// validateOutput checks an -o value.
+// outputFormats lists the -o values besides the tables, as kubectl get
+// takes them.
+const outputFormats = "json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, jsonpath-file=FILE, go-template=TEMPLATE, go-template-file=FILE"
+
+// validateOutput checks an -o value: a table, or what printObject prints
+// (a template that does not parse is refused here, before any read).
 func validateOutput(format string) error {
-	switch format {
-	case OutputTable, OutputWide, OutputJSON, OutputYAML:
+	if isTable(format) {
 		return nil
 	}
-	return usageErrorf("--output %q: must be one of wide, json, yaml", format)
+	if _, err := objectPrinter(format); err != nil {
+		if genericclioptions.IsNoCompatiblePrinterError(err) {
+			return usageErrorf("--output %q: must be one of wide, %s", format, outputFormats)
+		}
+		return usageErrorf("--output %q: %v", format, err)
+	}
+	return nil
 }
 
 // isTable reports whether format prints a table rather than objects.
@@ -40,14 +50,21 @@ func printTable(w io.Writer, t *metav1.Table, wide bool) error {
 	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide}).PrintObj(t, w)
 }
 
-// printObject prints obj as JSON or YAML, with apiVersion and kind filled
-// from the project's scheme (the client leaves them empty on typed objects).
+// printObject prints obj as kubectl get -o format does (JSON, YAML, its
+// name, a JSONPath or Go template), with apiVersion and kind filled from
+// the project's scheme (the client leaves them empty on typed objects).
 func printObject(w io.Writer, obj runtime.Object, format string) error {
-	p, err := genericclioptions.NewJSONYamlPrintFlags().ToPrinter(format)
+	p, err := objectPrinter(format)
 	if err != nil {
 		return err
 	}
-	return printers.NewTypeSetter(sidecarscheme.New()).ToPrinter(p).PrintObj(obj, w)
+	return p.PrintObj(obj, w)
+}
+
+func objectPrinter(format string) (printers.ResourcePrinter, error) {
+	f := genericclioptions.NewPrintFlags("").WithTypeSetter(sidecarscheme.New())
+	f.OutputFormat = &format
+	return f.ToPrinter()
 }
 
 // column defines a table column; wide ones show with -o wide only.

@@ -86,6 +86,9 @@ table only.`,
 			if err := validateOutput(output); err != nil {
 				return err
 			}
+			if output == "name" {
+				return usageErrorf("--output name: pods prints a table, not objects; its rows start with NAMESPACE/NAME: -o jsonpath='{.rows[*].cells[0]}' lists them")
+			}
 			c, err := o.Client()
 			if err != nil {
 				return err
@@ -98,7 +101,7 @@ table only.`,
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml (default: a table)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, or as kubectl get, of the table as a Table object: json, yaml, jsonpath=..., go-template=... (default: a table)")
 	return exits(cmd, map[int]string{
 		0: "the pods are listed",
 		1: "no such SidecarSet, or another error",

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/cli"
 	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
@@ -165,6 +166,12 @@ func TestPodsSkipped(t *testing.T) {
 	}
 	if len(table.Rows) != 1 || table.Rows[0].Cells[0] != f.NS+"/p01" {
 		t.Errorf("-o json: rows %v, want p01's alone", table.Rows)
+	}
+	if got := ok(t, "pods", f.Set, "-o", "jsonpath={.rows[*].cells[0]}").out; got != f.NS+"/p01" {
+		t.Errorf("-o jsonpath: %q, want %s/p01", got, f.NS)
+	}
+	if r := kubectl(t, false, "pods", f.Set, "-o", "name"); cli.ExitCode(r.err) != 2 || !strings.Contains(r.err.Error(), "-o jsonpath='{.rows[*].cells[0]}' lists them") {
+		t.Errorf("pods -o name: exit %d, %v; want exit 2 saying what lists the pods", cli.ExitCode(r.err), r.err)
 	}
 
 	other := newFixture(t)

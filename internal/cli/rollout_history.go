@@ -47,7 +47,7 @@ old ones are kept; one that a pod still runs always is.`,
 			return History(cmd.Context(), c, o.Out, args[0], o.ManagerNamespace, output)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml (the ControllerRevisions)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, or as kubectl get, of the ControllerRevisions: json, yaml, name, jsonpath=..., go-template=...")
 	return exits(cmd, map[int]string{
 		0: "the revisions are listed",
 		1: "no such SidecarSet, or another error",

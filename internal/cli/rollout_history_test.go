@@ -59,8 +59,8 @@ func TestRolloutHistory(t *testing.T) {
 	if r := kubectl(t, false, "rollout", "history", "no-such-set"); r.err == nil || !strings.Contains(r.err.Error(), "get SidecarSet no-such-set") {
 		t.Errorf("history of a missing set: %v", r.err)
 	}
-	if r := kubectl(t, false, "rollout", "history", f.Set, "-o", "name"); r.err == nil || !strings.Contains(r.err.Error(), `--output "name"`) {
-		t.Errorf("history -o name: %v", r.err)
+	if got := ok(t, "rollout", "history", f.Set, "-o", "jsonpath={.items[*].metadata.name}").out; got != v2+" "+v1 {
+		t.Errorf("history -o jsonpath: %q, want %q", got, v2+" "+v1)
 	}
 }
 

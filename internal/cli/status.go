@@ -103,7 +103,7 @@ it is set.`,
 			return Status(cmd.Context(), c, o.Out, StatusOptions{Name: name, Output: output})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml (default: a table)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, or as kubectl get: json, yaml, name, jsonpath=..., go-template=... (default: a table)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout of NAME until it is Complete, Stalled or paused")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "With -w: how long to follow before giving up (exit 4); 0 means no limit")
 	return exits(cmd, map[int]string{

@@ -78,11 +78,23 @@ func TestStatus(t *testing.T) {
 	all := ok(t, "status")
 	row(t, all.out, f.Set)
 
+	// The formats kubectl get takes, for scripts.
+	for _, tc := range []struct{ format, want string }{
+		{"name", "sidecarset.sidecarset.dev/" + f.Set + "\n"},
+		{"jsonpath={.status.matchedPods}", "3"},
+		{"go-template={{.metadata.name}} {{.status.updatedReadyPods}}", f.Set + " 3"},
+	} {
+		if got := ok(t, "status", f.Set, "-o", tc.format).out; got != tc.want {
+			t.Errorf("-o %s: %q, want %q", tc.format, got, tc.want)
+		}
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"status", "-o", "xml"}, `--output "xml": must be one of wide, json, yaml`},
+		{[]string{"status", "-o", "xml"}, `--output "xml": must be one of wide, json, yaml, name, jsonpath=TEMPLATE,`},
+		{[]string{"status", "-o", "jsonpath={.status"}, `--output "jsonpath={.status": error parsing jsonpath {.status, unclosed action`},
 		{[]string{"status", "no-such-set"}, `get SidecarSet no-such-set`},
 		{[]string{"status", "-w"}, "give the SidecarSet's NAME"},
 		{[]string{"status", f.Set, "-w", "-o", "json"}, "leave out --output"},
