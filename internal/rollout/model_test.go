@@ -50,9 +50,11 @@ import (
 // back, and manager restarts that forget every write in flight. After
 // every step it checks:
 //
-//   - each set disrupts at most maxUnavailable ready pods at once (a hot
-//     upgrade disrupts its pod from its first write until its handoff is
-//     done);
+//   - each set disrupts at most maxUnavailable ready pods at once: a write
+//     that restarts a running sidecar of a ready pod disrupts it until it is
+//     ready again, every written image running, for minReadySeconds (a hot
+//     upgrade's first write and its handoff each do; between them both
+//     slots run and the pod serves);
 //   - no write leaves a budget with more pods unhealthy than it allows,
 //     unless pods that were never ready already make it so;
 //   - a reconcile moves no more pods to the latest revision than the
@@ -686,15 +688,8 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 			return false
 		}
 	}
-	// A hot upgrade disrupts its pod from its first write until the old
-	// slot runs the empty image: the rollout holds the pod that long. A
-	// hand edit of the next slot ends it.
-	state, _ := revision.Decode(p.pod.Annotations)
-	for _, h := range hotPairsOf(state[set]) {
-		if i := h.serving(); i >= 0 && h[1-i].Hot.Version != 0 && specImage(p.pod, h[1-i].Name) == h[1-i].Image {
-			return false
-		}
-	}
+	// A hot upgrade's handoff still owed is not a disruption: both slots
+	// run, and the pod serves. The handoff's write is one of its own.
 	return true
 }
 
