@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/inject"
@@ -29,9 +30,15 @@ var (
 	matcher  = regexp.MustCompile(`^\s*([a-zA-Z_]\w*)\s*(=~|!~|!=|=)\s*"([^"]*)"\s*$`)
 	// grouping is the label list of by (...) or without (...).
 	grouping = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
-	// labelValues is Grafana's label_values(series, label) query.
-	labelValues = regexp.MustCompile(`^label_values\(\s*(\w+)\s*,\s*(\w+)\s*\)$`)
+	// labelValues is Grafana's label_values(series, label) query, the
+	// series with or without matchers.
+	labelValues = regexp.MustCompile(`^label_values\(\s*(\w+)\s*(?:\{[^}]*\})?\s*,\s*(\w+)\s*\)$`)
 )
+
+// labelCluster is a label that the Prometheus scraping the manager adds,
+// not the manager (an external label, or a relabelling where one
+// Prometheus or Thanos sees several clusters): a dashboard may match it.
+const labelCluster = "cluster"
 
 // exported returns, by series name as a query names it, the labels and
 // their values of every series the registry holds under our prefix once
@@ -122,6 +129,10 @@ func TestDashboards(t *testing.T) {
 			}
 			for _, e := range exprs {
 				checkExpression(t, e, series)
+				// Each series is of the cluster the variable picks.
+				if n, m := len(seriesName.FindAllString(e, -1)), strings.Count(e, `{cluster=~"$cluster"`); n != m {
+					t.Errorf("%q: %d of its %d series lack the matcher cluster=~\"$cluster\" first", e, n-m, n)
+				}
 			}
 			for _, q := range queries {
 				m := labelValues.FindStringSubmatch(q)
@@ -129,7 +140,7 @@ func TestDashboards(t *testing.T) {
 					t.Errorf("variable query %q: want label_values(series, label)", q)
 					continue
 				}
-				if _, ok := series[m[1]][m[2]]; !ok {
+				if _, ok := series[m[1]][m[2]]; !ok && m[2] != labelCluster {
 					t.Errorf("variable query %q: %s has no label %s", q, m[1], m[2])
 				}
 			}
@@ -168,6 +179,9 @@ func checkExpression(t *testing.T, expr string, series map[string]map[string]set
 				continue
 			}
 			values, ok := series[name][mm[1]]
+			if !ok && mm[1] == labelCluster {
+				continue
+			}
 			if !ok {
 				t.Errorf("%q: %s has no label %s", expr, name, mm[1])
 				continue
@@ -226,4 +240,28 @@ func expressions(dash map[string]any) (exprs, queries []string) {
 	}
 	slices.Sort(exprs)
 	return slices.Compact(exprs), queries
+}
+
+// TestAlerts checks the chart's alerts as TestDashboards checks the
+// dashboards: every expression names series the manager exports, with
+// labels they carry.
+func TestAlerts(t *testing.T) {
+	series := exported(t)
+	data, err := os.ReadFile("../../charts/sidecarset/files/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []struct {
+		Alert string `json:"alert"`
+		Expr  string `json:"expr"`
+	}
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) == 0 {
+		t.Fatal("no alert in files/alerts.yaml")
+	}
+	for _, r := range rules {
+		t.Run(r.Alert, func(t *testing.T) { checkExpression(t, r.Expr, series) })
+	}
 }
