@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 )
 
 // configNamespace is the namespace config/ is generated for; the chart moves
@@ -68,6 +69,17 @@ type release struct {
 	// webhookPort ("" for the default, 9443).
 	hostNetwork bool
 	webhookPort string
+	// ruleLabels are the PrometheusRule's extra labels, nil when none is
+	// rendered.
+	ruleLabels map[string]string
+	// dashboard is the dashboard ConfigMap's namespace and annotations,
+	// nil when none is rendered.
+	dashboard *dashboard
+}
+
+type dashboard struct {
+	namespace   string
+	annotations map[string]string
 }
 
 type serviceMonitor struct {
@@ -175,6 +187,27 @@ metrics:
 	excluded:       []string{"kube-system", "kube-public", "kube-node-lease", "monitoring-test"},
 	metricsService: true,
 	serviceMonitor: &serviceMonitor{interval: "15s", labels: map[string]string{"release": "prometheus"}},
+}, {
+	// Alerts and the dashboard, for the Prometheus Operator and Grafana.
+	name:      "alerts and dashboard",
+	namespace: "monitoring-test",
+	values: `
+metrics:
+  prometheusRule:
+    enabled: true
+    labels: {release: prometheus}
+  dashboard:
+    enabled: true
+    namespace: grafana
+    annotations: {grafana_folder: Kubernetes}
+`,
+	replicas:       2,
+	injection:      "webhook",
+	failurePolicy:  admissionregistrationv1.Fail,
+	timeoutSeconds: 5,
+	excluded:       []string{"kube-system", "kube-public", "kube-node-lease", "monitoring-test"},
+	ruleLabels:     map[string]string{"release": "prometheus"},
+	dashboard:      &dashboard{namespace: "grafana", annotations: map[string]string{"grafana_folder": "Kubernetes"}},
 }}
 
 func TestChart(t *testing.T) {
@@ -188,6 +221,7 @@ func TestChart(t *testing.T) {
 			t.Run("deployment", func(t *testing.T) { testDeployment(t, rel, r) })
 			t.Run("pdb", func(t *testing.T) { testPDB(t, rel, r) })
 			t.Run("metrics", func(t *testing.T) { testMetrics(t, rel, r) })
+			t.Run("alerts and dashboard", func(t *testing.T) { testAlertsAndDashboard(t, rel, r) })
 			t.Run("notes", func(t *testing.T) { testNotes(t, rel, r) })
 			t.Run("admission policy", func(t *testing.T) { testAdmissionPolicy(t, rel, r) })
 		})
@@ -224,6 +258,12 @@ func testObjects(t *testing.T, rel release, r rendered) {
 	}
 	if rel.serviceMonitor != nil {
 		want = append(want, key("ServiceMonitor", ns, "sidecarset-manager"))
+	}
+	if rel.ruleLabels != nil {
+		want = append(want, key("PrometheusRule", ns, "sidecarset"))
+	}
+	if rel.dashboard != nil {
+		want = append(want, key("ConfigMap", rel.dashboard.namespace, "sidecarset-dashboard"))
 	}
 	if rel.admissionPolicy {
 		want = append(want, key("ValidatingAdmissionPolicy", "", admissionPolicy))
@@ -740,6 +780,58 @@ func testMetrics(t *testing.T, rel release, r rendered) {
 	}
 	if rel.serviceMonitor != nil {
 		testServiceMonitor(t, rel, r, svc)
+	}
+}
+
+// testAlertsAndDashboard checks that the PrometheusRule holds the alerts
+// of files/alerts.yaml as they are (Prometheus, not Helm, fills in their
+// {{ $labels }}), and the ConfigMap the dashboard of dashboards/ as it is,
+// with the labels Grafana's sidecar loads it by.
+func testAlertsAndDashboard(t *testing.T, rel release, r rendered) {
+	if rel.ruleLabels != nil {
+		rule := get[*monitoringv1.PrometheusRule](t, r.objects, "PrometheusRule", r.namespace, "sidecarset")
+		for k, v := range rel.ruleLabels {
+			if rule.Labels[k] != v {
+				t.Errorf("PrometheusRule label %s = %q, want %q (metrics.prometheusRule.labels)", k, rule.Labels[k], v)
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(chartDir, "files", "alerts.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []monitoringv1.Rule
+		if err := yaml.UnmarshalStrict(data, &want); err != nil {
+			t.Fatalf("files/alerts.yaml: %v", err)
+		}
+		if len(rule.Spec.Groups) != 1 {
+			t.Fatalf("PrometheusRule groups %+v, want one", rule.Spec.Groups)
+		}
+		if diff := cmp.Diff(want, rule.Spec.Groups[0].Rules); diff != "" {
+			t.Errorf("PrometheusRule rules, against files/alerts.yaml (-want +got):\n%s", diff)
+		}
+		for _, a := range rule.Spec.Groups[0].Rules {
+			if !strings.Contains(a.Annotations["summary"], "{{ $labels.") && strings.Contains(a.Expr.String(), "by (sidecarset)") {
+				t.Errorf("alert %s: its summary does not name the SidecarSet", a.Alert)
+			}
+		}
+	}
+	if d := rel.dashboard; d != nil {
+		cm := get[*corev1.ConfigMap](t, r.objects, "ConfigMap", d.namespace, "sidecarset-dashboard")
+		want, err := os.ReadFile(filepath.Join(chartDir, "dashboards", "sidecarset.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cm.Data["sidecarset.json"]; got != strings.TrimRight(string(want), "\n") {
+			t.Errorf("ConfigMap sidecarset-dashboard holds %d bytes of sidecarset.json, not dashboards/sidecarset.json", len(got))
+		}
+		if cm.Labels["grafana_dashboard"] != "1" {
+			t.Errorf("ConfigMap sidecarset-dashboard labels %v, want grafana_dashboard: \"1\" (the default)", cm.Labels)
+		}
+		for k, v := range d.annotations {
+			if cm.Annotations[k] != v {
+				t.Errorf("ConfigMap annotation %s = %q, want %q", k, cm.Annotations[k], v)
+			}
+		}
 	}
 }
 

@@ -58,6 +58,9 @@ func TestSchema(t *testing.T) {
 		{"metrics: {serviceMonitor: {interval: 30}}", "interval"},
 		{"metrics: {serviceMonitor: {interval: 30sec}}", "interval"},
 		{"metrics: {serviceMonitor: {labels: {release: [prometheus]}}}", "release"},
+		{"metrics: {prometheusRule: {enable: true}}", "enable"},
+		{"metrics: {dashboard: {label: {grafana_dashboard: '1'}}}", "label"},
+		{"metrics: {dashboard: {labels: {grafana_dashboard: 1}}}", "grafana_dashboard"},
 		// Kubernetes objects handed to the pod: their own fields only.
 		{"resources: {request: {cpu: 1}}", "request"},
 		{"resources: {limits: {memory: [1Gi]}}", "memory"},
