@@ -116,6 +116,7 @@ manifests:
 	cp config/rbac/role.yaml charts/sidecarset/files/role.yaml
 	cp config/rbac/policy/role.yaml charts/sidecarset/files/policy-role.yaml
 	cp config/policy/restrict-sidecars.yaml charts/sidecarset/files/restrict-sidecars.yaml
+	cd test/chart && $(GO) test -count=1 -run '^TestInstallManifest$$' ./... -update >/dev/null
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
