@@ -535,11 +535,19 @@ func specImage(pod *corev1.Pod, name string) string {
 // acts: it restarts every running container whose spec image changed, and
 // a crashed one; a container of an image that crashes exits. What it did
 // shows in the next sync's status, as on a real node, where the kubelet
-// publishes a sync's status before acting on the spec.
+// publishes a sync's status before acting on the spec; but a ready
+// container that exits, or fails its readiness probe, shows at once.
 func (m *model) sync(p *mpod) {
 	if m.gone[p.pod.Spec.NodeName] {
 		return
 	}
+	m.publish(p)
+	m.act(p)
+}
+
+// publish is the first half of a kubelet sync: it reports the status of
+// the containers as they are.
+func (m *model) publish(p *mpod) {
 	pod := p.pod
 	st := corev1.PodStatus{Phase: corev1.PodRunning, ObservedGeneration: pod.Generation}
 	if p.oldKubelet {
@@ -601,7 +609,13 @@ func (m *model) sync(p *mpod) {
 			delete(p.disrupted, name)
 		}
 	}
+}
 
+// act is the second half of a kubelet sync: it restarts every running
+// container whose spec image changed, and a crashed one.
+func (m *model) act(p *mpod) {
+	pod := p.pod
+	failedReady := false
 	for _, c := range p.ctrs {
 		want := specImage(pod, c.name)
 		if c.warm > 0 {
@@ -616,6 +630,7 @@ func (m *model) sync(p *mpod) {
 				c.instance, c.image, c.started = m.instance, want, m.now
 			}
 		case c.instance > 0 && c.image == want && (crashes(c.image) || failsLate(c.image) && c.age > 2):
+			failedReady = failedReady || c.warm == 0 && !unready(c.image)
 			c.last, c.lastImage, c.instance, c.waiting = c.instance, c.image, 0, true
 		case c.instance > 0 && c.image == want:
 			// A resize, in place.
@@ -637,6 +652,13 @@ func (m *model) sync(p *mpod) {
 			c.mem = specMemory(pod, c.name)
 			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
 		}
+	}
+	if failedReady {
+		// A ready container exited on its own: the kubelet reports it at
+		// once, as a real one does (its PLEG sees the exit within a
+		// second), not at its next sync.
+		m.publish(p)
+		return
 	}
 	for name, d := range p.disrupted {
 		if m.backFor(p, name, "") && podReady(p.pod) && m.readyFor(p, name, d) {
@@ -1255,12 +1277,13 @@ func (m *model) step() {
 	case 13:
 		m.nodeChange(rapid.SampledFrom(nodes).Draw(m.t, "node"))
 	case 14:
-		// A readiness probe fails once: the container is not ready for a
-		// sync, then ready again.
+		// A readiness probe fails once: the container is not ready until
+		// the next sync, as the kubelet reports at once.
 		p := rapid.SampledFrom(m.pods).Draw(m.t, "pod")
 		c := rapid.SampledFrom(p.ctrs).Draw(m.t, "flaps")
-		if c.runs && c.instance > 0 {
+		if c.runs && c.instance > 0 && !m.gone[p.pod.Spec.NodeName] {
 			c.warm = 1
+			m.publish(p)
 		}
 	}
 	m.snapshot()
@@ -1276,6 +1299,13 @@ func (m *model) step() {
 func (m *model) nodeChange(n string) {
 	switch {
 	case !m.gone[n]:
+		// What its kubelet did last it reported (as a real one does within
+		// a second): only what it would do next goes unseen.
+		for _, p := range m.pods {
+			if p.pod.Spec.NodeName == n {
+				m.publish(p)
+			}
+		}
 		m.gone[n] = true
 	case !m.lost[n] && rapid.Bool().Draw(m.t, "noticed"):
 		m.lost[n] = true
