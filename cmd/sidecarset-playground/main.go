@@ -12,8 +12,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"golang.org/x/term"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -25,7 +27,8 @@ import (
 
 const usage = `sidecarset-playground starts a local Kubernetes control plane with simulated
 nodes (or one real node) and the sidecarset manager, writes a kubeconfig for
-it, and runs a demo.
+it, and runs a demo: a guided one on a terminal, which waits for Enter
+before each step (--demo=auto runs it through).
 
 It needs the control-plane binaries in $KUBEBUILDER_ASSETS; 'make playground'
 builds them (once, several minutes) and sets it.
@@ -54,7 +57,7 @@ Flags:
 `
 
 func main() {
-	opts, verbose, err := parseFlags(os.Args[1:], os.Geteuid(), os.Stderr)
+	opts, f, err := parseFlags(os.Args[1:], os.Geteuid(), os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
@@ -64,6 +67,11 @@ func main() {
 	}
 	ctx, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
+	switch {
+	case f.demo == demoGuided, f.demo == demoOn && term.IsTerminal(int(os.Stdin.Fd())):
+		opts.DemoPace = os.Stdin
+	}
+	verbose := f.verbose
 	stdout := &outputWriter{f: os.Stdout, gone: stop}
 	stderr := &outputWriter{f: os.Stderr, gone: stop}
 	opts.Out = stdout
@@ -98,10 +106,42 @@ func main() {
 	}
 }
 
+// cmdFlags are the flags parseFlags reads besides the playground's options.
+type cmdFlags struct {
+	verbose bool
+	demo    demoMode
+}
+
+// demoMode is --demo: guided stops before each step until Enter; true does
+// so when standard input is a terminal (else runs through, as auto does);
+// false runs no demo. --demo alone is true.
+type demoMode string
+
+const (
+	demoOn     demoMode = "true"
+	demoGuided demoMode = "guided"
+	demoAuto   demoMode = "auto"
+	demoOff    demoMode = "false"
+)
+
+func (m *demoMode) String() string { return string(*m) }
+
+func (m *demoMode) Set(s string) error {
+	switch v := demoMode(strings.ToLower(s)); v {
+	case demoOn, demoGuided, demoAuto, demoOff:
+		*m = v
+		return nil
+	}
+	return fmt.Errorf("want true, guided, auto or false")
+}
+
+// IsBoolFlag lets --demo stand alone for --demo=true.
+func (m *demoMode) IsBoolFlag() bool { return true }
+
 // parseFlags reads the command line of a process whose effective user ID is
 // euid, and checks it (playground.Options.Check). Usage and parse errors go
 // to errOut.
-func parseFlags(args []string, euid int, errOut io.Writer) (_ playground.Options, verbose bool, _ error) {
+func parseFlags(args []string, euid int, errOut io.Writer) (_ playground.Options, f cmdFlags, _ error) {
 	var opts playground.Options
 	// Its own flag set: controller-runtime registers a global --kubeconfig
 	// meaning the cluster to connect to, not the file to write.
@@ -115,15 +155,17 @@ func parseFlags(args []string, euid int, errOut io.Writer) (_ playground.Options
 	kind := fs.String("node-kind", string(playground.Simulated), "what runs the pods: simulated nodes, or one real node (needs root)")
 	fs.IntVar(&opts.Nodes, "nodes", 3, "how many simulated nodes to run (a real node is one)")
 	fs.DurationVar(&opts.SimDelay, "sim-delay", 0, "make simulated nodes take time as real ones do: an image pull takes this long, a container start and the reaction to a pod's change half of it (2s makes a rollout slow enough to watch, pause and resume)")
-	fs.BoolVar(&opts.Demo, "demo", true, "run the guided demo once the environment is up")
+	f.demo = demoOn
+	fs.Var(&f.demo, "demo", "run the demo once the environment is up: guided (wait for Enter before each step), auto (run it through), true (guided when standard input is a terminal, else auto) or false")
 	fs.BoolVar(&opts.ExitAfterDemo, "exit-after-demo", false, "stop everything once the demo is done; exit 1 if a step failed")
-	fs.BoolVar(&verbose, "verbose", false, "show the control plane's, the nodes' and the manager's logs")
+	fs.BoolVar(&f.verbose, "verbose", false, "show the control plane's, the nodes' and the manager's logs")
 	if err := fs.Parse(args); err != nil {
-		return opts, false, err
+		return opts, f, err
 	}
 	if fs.NArg() > 0 {
-		return opts, false, fmt.Errorf("unexpected argument %q: every option is a flag (see --help)", fs.Arg(0))
+		return opts, f, fmt.Errorf("unexpected argument %q: every option is a flag (see --help)", fs.Arg(0))
 	}
+	opts.Demo = f.demo != demoOff
 	opts.NodeKind = playground.NodeKind(*kind)
 	nodesSet := false
 	fs.Visit(func(f *flag.Flag) { nodesSet = nodesSet || f.Name == "nodes" })
@@ -131,12 +173,12 @@ func parseFlags(args []string, euid int, errOut io.Writer) (_ playground.Options
 		opts.Nodes = 1
 	}
 	if err := opts.Check(euid); err != nil {
-		return opts, false, err
+		return opts, f, err
 	}
 	if abs, err := filepath.Abs(opts.KubeConfig); err == nil {
 		opts.KubeConfig = abs
 	}
-	return opts, verbose, nil
+	return opts, f, nil
 }
 
 // zapLevel keeps the manager quiet unless asked: the demo's output is what

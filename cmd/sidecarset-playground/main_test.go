@@ -22,7 +22,9 @@ func TestParseFlags(t *testing.T) {
 		euid int
 		// want holds the options' node kind, node count and exit-after-demo
 		// when parsing succeeds.
-		want    playground.Options
+		want playground.Options
+		// demo is --demo, when not the default (true) or false.
+		demo    demoMode
 		wantErr string
 	}{
 		{name: "defaults", euid: user,
@@ -51,9 +53,17 @@ func TestParseFlags(t *testing.T) {
 			wantErr: "--sim-delay -1s: must be between 0 and 10s"},
 		{name: "argument", args: []string{"real"}, euid: root,
 			wantErr: `unexpected argument "real"`},
+		{name: "a demo run through", args: []string{"--demo=auto"}, euid: user,
+			want: playground.Options{NodeKind: playground.Simulated, Nodes: 3, Demo: true}, demo: demoAuto},
+		{name: "a guided demo", args: []string{"--demo=guided"}, euid: user,
+			want: playground.Options{NodeKind: playground.Simulated, Nodes: 3, Demo: true}, demo: demoGuided},
+		{name: "--demo alone", args: []string{"--demo"}, euid: user,
+			want: playground.Options{NodeKind: playground.Simulated, Nodes: 3, Demo: true}, demo: demoOn},
+		{name: "an unknown demo", args: []string{"--demo=maybe"}, euid: user,
+			wantErr: `"maybe" for -demo: want true, guided, auto or false`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts, _, err := parseFlags(tc.args, tc.euid, io.Discard)
+			opts, f, err := parseFlags(tc.args, tc.euid, io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
@@ -66,6 +76,17 @@ func TestParseFlags(t *testing.T) {
 			got := playground.Options{NodeKind: opts.NodeKind, Nodes: opts.Nodes, Demo: opts.Demo, ExitAfterDemo: opts.ExitAfterDemo, SimDelay: opts.SimDelay}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
+			}
+			want := tc.demo
+			switch {
+			case want != "":
+			case tc.want.Demo:
+				want = demoOn
+			default:
+				want = demoOff
+			}
+			if f.demo != want {
+				t.Errorf("--demo %q, want %q", f.demo, want)
 			}
 			if !filepath.IsAbs(opts.KubeConfig) || filepath.Base(opts.KubeConfig) != "playground.kubeconfig" {
 				t.Errorf("kubeconfig %q, want ./playground.kubeconfig made absolute", opts.KubeConfig)

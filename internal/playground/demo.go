@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -53,18 +54,28 @@ func realImages() []realnode.Image {
 // demo tells the story of the project's source article on screen: a
 // 12-replica database, a sidecar declared with partition 100%, a rollout
 // walked down step by step, a hand edit detected as drift, and a non-image
-// change counted as not upgradable. Each step prints the command a user
-// would type against the same kubeconfig. On a real node (realNode) the
-// pods are fitted to it (realnode.FitPod).
+// change counted as not upgradable. Each step runs the commands a user
+// would type against the same kubeconfig and prints them with what they
+// print: kubectl's run as kubectl itself, kubectl sidecarset's through its
+// code. On a real node (realNode) the pods are fitted to it
+// (realnode.FitPod).
 type demo struct {
 	c          client.Client
 	out        io.Writer
 	kubeconfig string
+	// kubectlBin is the kubectl the demo runs.
+	kubectlBin string
 	realNode   bool
 }
 
-func runDemo(ctx context.Context, env *testenv.Env, out io.Writer, kubeconfig string, realNode bool) error {
-	d := &demo{c: env.Client, out: out, kubeconfig: kubeconfig, realNode: realNode}
+// runDemo runs the demo's steps; with pace set, it waits for a line from
+// pace before each step after the first (see pacer).
+func runDemo(ctx context.Context, env *testenv.Env, out io.Writer, kubeconfig string, realNode bool, pace io.Reader) error {
+	assets, err := testenv.Assets()
+	if err != nil {
+		return err
+	}
+	d := &demo{c: env.Client, out: out, kubeconfig: kubeconfig, kubectlBin: filepath.Join(assets, "kubectl"), realNode: realNode}
 	steps := []struct {
 		title string
 		run   func(context.Context) error
@@ -78,7 +89,13 @@ func runDemo(ctx context.Context, env *testenv.Env, out io.Writer, kubeconfig st
 		{"A change other than the image: counted as not upgradable, nothing restarts", d.notUpgradable},
 	}
 	fmt.Fprintf(out, "\n=== Demo (skip it with --demo=false) ===\n")
+	p := newPacer(pace, out)
 	for i, s := range steps {
+		if i > 0 {
+			if err := p.wait(ctx, fmt.Sprintf("%d. %s", i+1, s.title)); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(out, "\n--- %d. %s\n", i+1, s.title)
 		if err := s.run(ctx); err != nil {
 			return fmt.Errorf("step %d (%s): %w", i+1, s.title, err)
@@ -93,12 +110,53 @@ func (d *demo) say(cmd string) {
 	fmt.Fprintf(d.out, "$ %s\n", cmd)
 }
 
+// kubectl runs kubectl with args against the playground, as the user
+// would, and prints the command and what it prints.
+func (d *demo) kubectl(ctx context.Context, args ...string) error {
+	d.say("kubectl " + strings.Join(quoted(args), " "))
+	return d.run(ctx, "", args...)
+}
+
+// apply runs kubectl apply -f - with obj's manifest on its standard input,
+// printed as a here-document.
+func (d *demo) apply(ctx context.Context, obj any) error {
+	b, err := yaml.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	manifest := strings.TrimSpace(stripEmpty(string(b)))
+	d.say("kubectl apply -f - <<EOF\n" + manifest + "\nEOF")
+	return d.run(ctx, manifest, "apply", "-f", "-")
+}
+
+func (d *demo) run(ctx context.Context, stdin string, args ...string) error {
+	cmd := exec.CommandContext(ctx, d.kubectlBin, append([]string{"--kubeconfig", d.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	d.out.Write(out) //nolint:errcheck // the demo's output, as it is
+	if err != nil {
+		return fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// quoted quotes for a shell the arguments that need it.
+func quoted(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.ContainsAny(a, " '\"{}[]()$*?;&|<>") {
+			out[i] = "'" + a + "'"
+		}
+	}
+	return out
+}
+
 func (d *demo) namespace(ctx context.Context) error {
-	d.say("kubectl create namespace demo")
-	d.say("kubectl label namespace demo example.com/managed=true")
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace,
-		Labels: map[string]string{"example.com/managed": "true"}}}
-	return ignoreExists(d.c.Create(ctx, ns))
+	if err := d.kubectl(ctx, "create", "namespace", demoNamespace); err != nil {
+		return err
+	}
+	return d.kubectl(ctx, "label", "namespace", demoNamespace, "example.com/managed=true")
 }
 
 func (d *demo) declare(ctx context.Context) error {
@@ -133,17 +191,13 @@ func (d *demo) declare(ctx context.Context) error {
 			},
 		},
 	}
-	b, err := yaml.Marshal(set)
-	if err != nil {
-		return err
-	}
-	d.say("kubectl apply -f - <<EOF\n" + strings.TrimSpace(stripEmpty(string(b))) + "\nEOF")
-	return ignoreExists(d.c.Create(ctx, set))
+	return d.apply(ctx, set)
 }
 
 func (d *demo) database(ctx context.Context) error {
 	labels := map[string]string{"app": "mysql", "example.com/mysql": "true"}
 	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "mysql"},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To[int32](demoReplicas),
@@ -161,8 +215,7 @@ func (d *demo) database(ctx context.Context) error {
 	if d.realNode {
 		realnode.FitPod(&sts.Spec.Template.Spec)
 	}
-	d.say("kubectl -n demo create statefulset ... (12 replicas of " + imageMySQL + ", labels example.com/mysql=true)")
-	if err := ignoreExists(d.c.Create(ctx, sts)); err != nil {
+	if err := d.apply(ctx, sts); err != nil {
 		return err
 	}
 	if err := d.waitStatus(ctx, "12 pods injected and ready", func(s v1alpha1.SidecarSetStatus) bool {
@@ -170,23 +223,15 @@ func (d *demo) database(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	d.say("kubectl -n demo get pod mysql-0 -o jsonpath='{.spec.containers[*].name}'")
-	pod := &corev1.Pod{}
-	if err := d.c.Get(ctx, types.NamespacedName{Namespace: demoNamespace, Name: "mysql-0"}, pod); err != nil {
+	if err := d.kubectl(ctx, "-n", demoNamespace, "get", "pod", "mysql-0", "-o", `jsonpath={.spec.containers[*].name}{"\n"}`); err != nil {
 		return err
 	}
-	names := make([]string, len(pod.Spec.Containers))
-	for i, c := range pod.Spec.Containers {
-		names[i] = c.Name
-	}
-	fmt.Fprintln(d.out, strings.Join(names, " "))
 	return d.status(ctx)
 }
 
 func (d *demo) newImage(ctx context.Context) error {
 	patch := `[{"op":"replace","path":"/spec/containers/0/image","value":"` + imageExporterV2 + `"}]`
-	d.say(`kubectl patch sidecarset mysql-exporter --type=json -p '` + patch + `'`)
-	if err := d.patchSet(ctx, patch); err != nil {
+	if err := d.kubectl(ctx, "patch", "sidecarset", demoSet, "--type=json", "-p", patch); err != nil {
 		return err
 	}
 	if err := d.waitStatus(ctx, "the new revision observed", func(s v1alpha1.SidecarSetStatus) bool {
@@ -218,30 +263,20 @@ func (d *demo) rollout(ctx context.Context) error {
 	if err := cli.Pods(ctx, d.c, d.out, cli.PodsOptions{Name: demoSet, ManagerNamespace: "sidecarset-system"}); err != nil {
 		return err
 	}
-	fmt.Fprintln(d.out, "The mysql containers never restarted:")
-	d.say("kubectl -n demo get pods -o custom-columns=NAME:.metadata.name,MYSQL-RESTARTS:.status.containerStatuses[1].restartCount,EXPORTER-RESTARTS:.status.containerStatuses[0].restartCount")
-	var pods corev1.PodList
-	if err := d.c.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
-		return err
-	}
-	for _, p := range pods.Items {
-		restarts := map[string]int32{}
-		for _, s := range p.Status.ContainerStatuses {
-			restarts[s.Name] = s.RestartCount
-		}
-		fmt.Fprintf(d.out, "%-10s mysql=%d exporter=%d\n", p.Name, restarts["mysql"], restarts["exporter"])
-	}
-	return nil
+	fmt.Fprintln(d.out, "The mysql containers never restarted; each exporter did, once:")
+	return d.kubectl(ctx, "-n", demoNamespace, "get", "pods", "-o",
+		"custom-columns=NAME:.metadata.name,CONTAINERS:.status.containerStatuses[*].name,RESTARTS:.status.containerStatuses[*].restartCount")
 }
 
 func (d *demo) drift(ctx context.Context) error {
 	patch := `[{"op":"replace","path":"/spec/containers/0/image","value":"` + imageHandEdited + `"}]`
-	d.say(`kubectl -n demo patch pod mysql-3 --type=json -p '` + patch + `'`)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "mysql-3"}}
-	if err := d.c.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+	if err := d.kubectl(ctx, "-n", demoNamespace, "patch", "pod", "mysql-3", "--type=json", "-p", patch); err != nil {
 		return err
 	}
-	if err := d.waitStatus(ctx, "the drift counted", func(s v1alpha1.SidecarSetStatus) bool { return s.DriftedPods == 1 }); err != nil {
+	// The edited exporter restarts; shown once it is ready again.
+	if err := d.waitStatus(ctx, "the drift counted", func(s v1alpha1.SidecarSetStatus) bool {
+		return s.DriftedPods == 1 && s.ReadyPods == demoReplicas
+	}); err != nil {
 		return err
 	}
 	if err := d.status(ctx); err != nil {
@@ -253,35 +288,23 @@ func (d *demo) drift(ctx context.Context) error {
 
 func (d *demo) notUpgradable(ctx context.Context) error {
 	patch := `[{"op":"add","path":"/spec/containers/0/env","value":[{"name":"DATA_SOURCE_NAME","value":"exporter@tcp(127.0.0.1:3306)/"}]}]`
-	d.say(`kubectl patch sidecarset mysql-exporter --type=json -p '` + patch + `'`)
-	if err := d.patchSet(ctx, patch); err != nil {
+	if err := d.kubectl(ctx, "patch", "sidecarset", demoSet, "--type=json", "-p", patch); err != nil {
 		return err
 	}
 	if err := d.waitStatus(ctx, "pods counted not upgradable", func(s v1alpha1.SidecarSetStatus) bool {
-		return s.NotUpgradablePods == demoReplicas
+		return s.NotUpgradablePods == demoReplicas && s.ReadyPods == demoReplicas
 	}); err != nil {
 		return err
 	}
 	if err := d.status(ctx); err != nil {
 		return err
 	}
-	d.say("kubectl -n demo get pod mysql-0 -o jsonpath='{.status.conditions[?(@.type==\"SidecarSetUpgradable\")]}'")
-	pod := &corev1.Pod{}
-	if err := d.c.Get(ctx, types.NamespacedName{Namespace: demoNamespace, Name: "mysql-0"}, pod); err != nil {
+	if err := d.kubectl(ctx, "-n", demoNamespace, "get", "pod", "mysql-0", "-o",
+		`jsonpath={range .status.conditions[?(@.type=="`+string(v1alpha1.PodConditionUpgradable)+`")]}{.type}={.status} reason={.reason}: {.message}{"\n"}{end}`); err != nil {
 		return err
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1alpha1.PodConditionUpgradable {
-			fmt.Fprintf(d.out, "%s=%s reason=%s: %s\n", c.Type, c.Status, c.Reason, c.Message)
-		}
 	}
 	fmt.Fprintln(d.out, "New pods get the env at once; running ones take it when they are recreated.")
 	return nil
-}
-
-func (d *demo) patchSet(ctx context.Context, jsonPatch string) error {
-	return d.c.Patch(ctx, &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: demoSet}},
-		client.RawPatch(types.JSONPatchType, []byte(jsonPatch)))
 }
 
 // status prints what `kubectl sidecarset status` shows.
@@ -302,13 +325,6 @@ func (d *demo) waitStatus(ctx context.Context, what string, cond func(v1alpha1.S
 		return fmt.Errorf("wait for %s: %w", what, err)
 	}
 	return nil
-}
-
-func ignoreExists(err error) error {
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }
 
 // stripEmpty drops the empty status and creationTimestamp a marshalled

@@ -47,6 +47,10 @@ type Options struct {
 	SimDelay time.Duration
 	// Demo runs the guided demo once the environment is up.
 	Demo bool
+	// DemoPace, when set, holds the demo before each step until it gives
+	// a line (Enter), as a guided tour; "a" or its end runs the rest. Nil
+	// runs the demo through.
+	DemoPace io.Reader
 	// ExitAfterDemo stops everything once the demo is done, instead of
 	// running until interrupted; Run then fails if a demo step failed.
 	ExitAfterDemo bool
@@ -146,7 +150,7 @@ Press Ctrl-C to stop everything.
 `, opts.KubeConfig, path, realNodeNote(realNode))
 
 	if opts.Demo {
-		err := runDemo(ctx, env, opts.Out, opts.KubeConfig, realNode)
+		err := runDemo(ctx, env, opts.Out, opts.KubeConfig, realNode, opts.DemoPace)
 		switch {
 		case ctx.Err() != nil:
 		case opts.ExitAfterDemo:

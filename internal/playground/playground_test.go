@@ -55,7 +55,9 @@ func TestPlaygroundWithDemo(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- playground.Run(ctx, playground.Options{KubeConfig: kubeconfig, NodeKind: kind, Nodes: nodes, Demo: true, Out: out})
+		// Guided: a line before each step after the first.
+		done <- playground.Run(ctx, playground.Options{KubeConfig: kubeconfig, NodeKind: kind, Nodes: nodes, Demo: true,
+			DemoPace: strings.NewReader(strings.Repeat("\n", 6)), Out: out})
 	}()
 
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
@@ -73,7 +75,14 @@ func TestPlaygroundWithDemo(t *testing.T) {
 	if strings.Contains(text, "The demo stopped") {
 		t.Fatalf("a demo step failed:\n%s", text)
 	}
+	if n := strings.Count(text, "[Enter: step "); n != 6 {
+		t.Errorf("the guided demo asked %d times to go on, want 6 (before each step but the first)", n)
+	}
 	for _, want := range []string{
+		// kubectl's own output.
+		"namespace/demo created",
+		"statefulset.apps/mysql created",
+		"sidecarset.sidecarset.dev/mysql-exporter patched",
 		"kubectl sidecarset rollout run mysql-exporter",
 		"mysql-exporter: all 2 steps done",
 		"demo/mysql-11",
