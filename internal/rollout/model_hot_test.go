@@ -73,6 +73,28 @@ func TestModelHotKept(t *testing.T) {
 			t.Fatalf("plan %v (held %+v), want the handoff of proxy-1", actions(plan), plan.Held)
 		}
 	})
+	t.Run("the fix of a failing sidecar goes over another set's disruption", func(t *testing.T) {
+		// Found by TestModel (-rapid.seed=20261210, case 3065): a pod
+		// created with a sidecar whose image fails a while after it is
+		// ready was written by another set while it was ready, and never
+		// came back for that set. The fix, a new image for the idle slot,
+		// was held for the other set's rollout, which waited for the pod
+		// to turn ready: the other set stalled, this one waited for ever.
+		v1, v2 := keptHotSet("proxy-fails-late:v1", 1), keptHotSet("proxy:v2", 1)
+		pod := keptHotPod("p01", v1)
+		report(pod, false, running("app", 1, "mysql:8", true), running("proxy-1", 2, "proxy-fails-late:v1", false),
+			running("proxy-2", 3, "empty:v1", true))
+		latest := rollout.NewLatest(v2)
+		p := rollout.Classify(pod, keptRecord(t, pod), latest)
+		p.DisruptedBy = []string{"other"}
+		plan, err := rollout.Next(rollout.Input{Latest: latest, Pods: []rollout.Pod{p}, Strategy: v2.Spec.UpdateStrategy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Updates) != 1 || !writes(plan.Updates[0], "proxy-2", "proxy:v2") {
+			t.Fatalf("plan %v (held %+v), want proxy:v2 written into proxy-2", actions(plan), plan.Held)
+		}
+	})
 	t.Run("a handoff owed goes before the next update while the rollout is paused", func(t *testing.T) {
 		// As a handoff owed alone does: held, the pod would stay
 		// halfway through its hot upgrade for as long as the pause.

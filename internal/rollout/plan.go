@@ -565,11 +565,21 @@ func (u PodUpdate) restartsRunning(p Pod) bool {
 }
 
 // writesUnserving reports whether u writes a sidecar of p that runs but does
-// not serve now, and whose change the kubelet acts on at once (not NotStarted).
+// not serve now, and whose change the kubelet acts on at once (not NotStarted):
+// for a HotUpgrade sidecar, either slot.
 func (u PodUpdate) writesUnserving(p Pod) bool {
-	unserving := func(name string) bool {
+	failing := func(name string) bool {
 		c, ok := p.container(name)
 		return ok && c.Runs && (!c.Running || !c.Ready) && !c.NotStarted
+	}
+	// A hot upgrade writes the idle slot to replace the one that serves.
+	unserving := func(name string) bool {
+		c, _ := p.container(name)
+		if c.Recorded.Hot == nil {
+			return failing(name)
+		}
+		slots := v1alpha1.HotSlots(c.Recorded.Hot.Of)
+		return slices.ContainsFunc(slots[:], failing)
 	}
 	return slices.ContainsFunc(u.Containers, func(c ContainerImage) bool { return unserving(c.Name) }) ||
 		slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return unserving(r.Name) })
