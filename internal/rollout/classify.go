@@ -79,7 +79,7 @@ type Pod struct {
 	// DisruptedBy names the other sets whose rollouts have the pod down (set
 	// by MarkOthers). A write restarting a running sidecar of it waits, Ready
 	// or not, as no budget or slot would see it (HeldByOtherRollout), unless
-	// it writes a sidecar that does not serve, which could wait for ever.
+	// a sidecar of this set fails in it: then it could wait for ever.
 	DisruptedBy []string
 	// OthersWriting: another set's write that no set counts (made while the
 	// pod was not Ready, or by a deleted set) is not done: the Ready the pod

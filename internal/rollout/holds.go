@@ -184,11 +184,12 @@ func holdHandoff(j job, _ *tally) (HoldReason, string, bool) {
 
 // holdOtherRollout: another set's rollout has the pod down, or is taking
 // it down, and this write would keep it down unseen by budgets and slots.
-// It lets go a write of an unserving sidecar, a handoff (held, the upgrade
-// could not end), and a write into a pod this rollout has down already.
+// It lets go a handoff (held, the upgrade could not end) and a write into
+// a pod down for this set already: its write, or a sidecar of its own that
+// fails, which the other set cannot end.
 func holdOtherRollout(j job, _ *tally) (HoldReason, string, bool) {
 	p, u := j.pod, j.u
-	if len(p.DisruptedBy) == 0 || p.Disrupting || u.Action == ActionHandoff || !u.restartsRunning(p) || u.writesUnserving(p) {
+	if len(p.DisruptedBy) == 0 || p.Disrupting || u.Action == ActionHandoff || !u.restartsRunning(p) || p.failingSidecar() {
 		return "", "", false
 	}
 	return HeldByOtherRollout, fmt.Sprintf("the rollout of SidecarSet %s has the pod down, or is taking it down; it goes once the pod is back from it",

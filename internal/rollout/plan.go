@@ -564,25 +564,13 @@ func (u PodUpdate) restartsRunning(p Pod) bool {
 	return false
 }
 
-// writesUnserving reports whether u writes a sidecar of p that runs but does
-// not serve now, and whose change the kubelet acts on at once (not NotStarted):
-// for a HotUpgrade sidecar, either slot.
-func (u PodUpdate) writesUnserving(p Pod) bool {
-	failing := func(name string) bool {
-		c, ok := p.container(name)
-		return ok && c.Runs && (!c.Running || !c.Ready) && !c.NotStarted
-	}
-	// A hot upgrade writes the idle slot to replace the one that serves.
-	unserving := func(name string) bool {
-		c, _ := p.container(name)
-		if c.Recorded.Hot == nil {
-			return failing(name)
-		}
-		slots := v1alpha1.HotSlots(c.Recorded.Hot.Of)
-		return slices.ContainsFunc(slots[:], failing)
-	}
-	return slices.ContainsFunc(u.Containers, func(c ContainerImage) bool { return unserving(c.Name) }) ||
-		slices.ContainsFunc(u.Resize, func(r ContainerResources) bool { return unserving(r.Name) })
+// failingSidecar reports whether a sidecar of p runs but does not serve now
+// (not running, or not ready), and the kubelet acts on its change at once
+// (not NotStarted): the pod is down for this set's own sidecar.
+func (p Pod) failingSidecar() bool {
+	return slices.ContainsFunc(p.Containers, func(c Container) bool {
+		return c.Runs && (!c.Running || !c.Ready) && !c.NotStarted
+	})
 }
 
 // WritesRecord reports whether u writes the record: all but a bare resize.

@@ -124,6 +124,13 @@ func notStarted(p *Pod) {
 // serving: p's sidecar runs and is ready.
 func serving(p *Pod) { p.Containers[0].Running, p.Containers[0].Ready = true, true }
 
+// failingSibling: p has a second sidecar of the set, the latest revision's
+// already, which runs and is not ready.
+func failingSibling(p *Pod) {
+	p.Containers = append(p.Containers, Container{Name: "logs", Runs: true, Running: true, Image: "logs:v1", ImageID: imageID("logs:v1"),
+		ContainerID: containerID(p.Key.Name, 9), Complete: true, Recorded: revision.ContainerState{Name: "logs", Image: "logs:v1"}})
+}
+
 func notReady(p *Pod) {
 	p.PodReady = false
 	p.Ready = false
@@ -587,6 +594,17 @@ func TestNext(t *testing.T) {
 			// to turn ready to settle; held, the fix never went.
 			name:     "maxUnavailable 1, p01 down for another set, its sidecar not serving: the fix goes, taking no slot",
 			pods:     fleet(3, each([]opt{notReady, disruptedByOthers}, "p01")),
+			strategy: strategy("0", "1"),
+			want:     outcome{[]string{"p01", "p02"}, held(HeldByMaxUnavailable, "p03")},
+		},
+		{
+			// Found by TestModel (-rapid.seed=20261211, case 2011): the
+			// pod was down for another sidecar of this set, failing, not
+			// the one written; the other set waited for the pod to turn
+			// ready, and this set's write, which could end it, waited for
+			// the other set.
+			name:     "maxUnavailable 1, p01 down for another set and for its other failing sidecar: the write goes",
+			pods:     fleet(3, each([]opt{notReady, disruptedByOthers, serving, failingSibling}, "p01")),
 			strategy: strategy("0", "1"),
 			want:     outcome{[]string{"p01", "p02"}, held(HeldByMaxUnavailable, "p03")},
 		},
