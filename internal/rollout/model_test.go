@@ -611,27 +611,61 @@ func (m *model) publish(p *mpod) {
 	}
 }
 
+// notReady reports container name of p not ready, as the kubelet's prober
+// does: in the status it published last, that container's ready bit and
+// the pod's Ready condition.
+func (m *model) notReady(p *mpod, name string) {
+	for _, sts := range [][]corev1.ContainerStatus{p.pod.Status.InitContainerStatuses, p.pod.Status.ContainerStatuses} {
+		for i := range sts {
+			if sts[i].Name == name {
+				sts[i].Ready = false
+			}
+		}
+	}
+	if podReady(p.pod) {
+		p.readySince = m.now
+		for i := range p.pod.Status.Conditions {
+			if c := &p.pod.Status.Conditions[i]; c.Type == corev1.PodReady {
+				c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(m.now)
+			}
+		}
+	}
+	m.bump(p.pod)
+}
+
 // act is the second half of a kubelet sync: it restarts every running
 // container whose spec image changed, and a crashed one.
 func (m *model) act(p *mpod) {
 	pod := p.pod
+	// Exits first. A ready container that exits on its own the kubelet
+	// reports at once, as a real one does (its PLEG sees the exit within
+	// a second), before it acts on the spec.
 	failedReady := false
+	exited := map[*mctr]bool{}
 	for _, c := range p.ctrs {
-		want := specImage(pod, c.name)
 		if c.warm > 0 {
 			c.warm--
 		}
 		c.age++
+		if c.runs && c.instance > 0 && c.image == specImage(pod, c.name) && (crashes(c.image) || failsLate(c.image) && c.age > 2) {
+			failedReady = failedReady || c.warm == 0 && !unready(c.image)
+			c.last, c.lastImage, c.instance, c.waiting = c.instance, c.image, 0, true
+			exited[c] = true
+		}
+	}
+	if failedReady {
+		m.publish(p)
+	}
+	for _, c := range p.ctrs {
+		want := specImage(pod, c.name)
 		switch {
+		case exited[c]:
 		case c.init && !c.runs:
 			// Ran once, before the app; never again.
 			if c.instance == 0 {
 				m.instance++
 				c.instance, c.image, c.started = m.instance, want, m.now
 			}
-		case c.instance > 0 && c.image == want && (crashes(c.image) || failsLate(c.image) && c.age > 2):
-			failedReady = failedReady || c.warm == 0 && !unready(c.image)
-			c.last, c.lastImage, c.instance, c.waiting = c.instance, c.image, 0, true
 		case c.instance > 0 && c.image == want:
 			// A resize, in place.
 			c.mem = specMemory(pod, c.name)
@@ -652,13 +686,6 @@ func (m *model) act(p *mpod) {
 			c.mem = specMemory(pod, c.name)
 			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
 		}
-	}
-	if failedReady {
-		// A ready container exited on its own: the kubelet reports it at
-		// once, as a real one does (its PLEG sees the exit within a
-		// second), not at its next sync.
-		m.publish(p)
-		return
 	}
 	for name, d := range p.disrupted {
 		if m.backFor(p, name, "") && podReady(p.pod) && m.readyFor(p, name, d) {
@@ -1278,12 +1305,12 @@ func (m *model) step() {
 		m.nodeChange(rapid.SampledFrom(nodes).Draw(m.t, "node"))
 	case 14:
 		// A readiness probe fails once: the container is not ready until
-		// the next sync, as the kubelet reports at once.
+		// the next sync, which the kubelet's prober reports at once.
 		p := rapid.SampledFrom(m.pods).Draw(m.t, "pod")
 		c := rapid.SampledFrom(p.ctrs).Draw(m.t, "flaps")
 		if c.runs && c.instance > 0 && !m.gone[p.pod.Spec.NodeName] {
 			c.warm = 1
-			m.publish(p)
+			m.notReady(p, c.name)
 		}
 	}
 	m.snapshot()
