@@ -240,6 +240,7 @@ func TestExitCodesPerVerb(t *testing.T) {
 		"rollout resume":    "0125",
 		"rollout undo":      "0125",
 		"rollout run":       "012345",
+		"rollout history":   "0125",
 		"preflight":         "0125",
 		"inject":            "0125",
 		"convert":           "012",
