@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/cli"
 )
@@ -58,5 +60,28 @@ func TestRolloutRunPause(t *testing.T) {
 	mustContain(t, r.err.Error(), "spec.updateStrategy.paused was set by someone else", "the partition stays at 50%")
 	if got := f.GetSet().Spec.UpdateStrategy.Partition.String(); got != "50%" {
 		t.Errorf("partition %s after the run stopped in its pause, want 50%%", got)
+	}
+}
+
+// TestRolloutRunHeld: steps done with pods left that need a recreate is
+// not "all steps done": exit 3, saying how to recreate them.
+func TestRolloutRunHeld(t *testing.T) {
+	f := newFixture(t)
+	f.CreateSet(f.SidecarSet("exporter:v1", 0))
+	f.CreatePods(2, nil, nil)
+	f.complete(2)
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = partition("100%") })
+	// More than an image: the pods need a recreate.
+	f.UpdateSet(func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LEVEL", Value: "debug"}}
+	})
+	f.WaitStatus("2 not upgradable", func(st v1alpha1.SidecarSetStatus) bool { return st.NotUpgradablePods == 2 })
+	r := kubectl(t, false, "rollout", "run", f.Set, "--steps", "50%,0", "--wait-ready", "60s")
+	if !errors.Is(r.err, cli.ErrPaused) || cli.ExitCode(r.err) != 3 {
+		t.Fatalf("exit %d, error %v; want exit 3 (held)", cli.ExitCode(r.err), r.err)
+	}
+	mustContain(t, r.err.Error(), "all 2 steps done, but the rollout is held", "kubectl sidecarset restart "+f.Set+" --not-upgradable")
+	if strings.Contains(r.out, "all 2 steps done") {
+		t.Errorf("run claims every step done:\n%s", r.out)
 	}
 }

@@ -38,6 +38,11 @@ Stop, leaving the partition where it is, at the first anomaly:
   - someone pauses it, or sets type NotUpdate (exit 3);
   - the step is not done within --wait-ready (exit 4).
 
+A step whose pods that can move have moved is done even if pods the rollout
+does not wait for remain (pods that need a recreate, on nodes that are not
+Ready, not ready before their update); once every step is done, such pods
+make the run exit 3, saying what to do with them.
+
 With --pause D, wait D after each step but the last before taking the next,
 watching the rollout as during a step: a sidecar that fails a while after it
 got ready shows then, and stops the run the same way. The step must still be
@@ -87,7 +92,7 @@ webhook briefly away) is retried with back-off.`,
 	return exits(cmd, map[int]string{
 		0: "every step is done",
 		1: "an anomaly stopped the run (updated pods not ready for --not-ready-timeout, a stall), or another error",
-		3: "the rollout is paused or of type NotUpdate, before or during the run",
+		3: "the rollout is paused or of type NotUpdate, before or during the run; or, its steps done, pods it does not wait for are left (to recreate, on nodes not Ready, not ready before their update)",
 		4: "--wait-ready ran out: a step not done, or the controller not yet reporting on the spec",
 		5: "",
 	})
@@ -210,6 +215,13 @@ func Run(ctx context.Context, c client.Client, out io.Writer, opts RunOptions) e
 				label, err, step.String(), opts.Name, opts.Name)
 		}
 		fmt.Fprintf(out, "%s: done\n", label)
+	}
+	if set, err = getSet(ctx, c, opts.Name); err != nil {
+		return err
+	}
+	// Done as far as it could go; pods it does not wait for may be left.
+	if v := verdictOf(set); v.held && v.reason != status.ReasonPartitionReached {
+		return fmt.Errorf("%s: all %d steps done, but the rollout is held (%w): %s; %s", opts.Name, len(opts.Steps), ErrPaused, v.message, v.remedy)
 	}
 	_, err = fmt.Fprintf(out, "%s: all %d steps done\n", opts.Name, len(opts.Steps))
 	return err
