@@ -42,16 +42,7 @@ const (
 // Go types in api/v1alpha1 give them.
 func TestExplain(t *testing.T) {
 	began := time.Now()
-	env, err := testenv.Start(testenv.Options{WithoutCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Logf("apiserver up in %v", time.Since(began).Round(time.Millisecond))
+	env := startAPIServer(t)
 	kubectl := kubectlFor(t, env)
 
 	// A client-side apply, as for the manifests under config/: the
@@ -85,6 +76,24 @@ func TestExplain(t *testing.T) {
 // kubectlFor returns a function that runs the kubectl of the control-plane
 // assets against env, with a discovery cache of its own, and fails the test
 // when kubectl fails.
+// startAPIServer starts etcd and kube-apiserver without the project's
+// CRDs, stopped when the test ends.
+func startAPIServer(t *testing.T) *testenv.Env {
+	t.Helper()
+	began := time.Now()
+	env, err := testenv.Start(testenv.Options{WithoutCRDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("apiserver up in %v", time.Since(began).Round(time.Millisecond))
+	return env
+}
+
 func kubectlFor(t *testing.T, env *testenv.Env) func(args ...string) string {
 	assets, err := testenv.Assets()
 	if err != nil {
