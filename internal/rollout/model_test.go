@@ -118,6 +118,12 @@ var modelKept = []struct {
 	{17205122935913991882, "a write was judged against disruptions the time since the last step had ended: p00, " +
 		"Ready for exactly its minReadySeconds, still counted, and the budget seemed overspent by the write of p05 " +
 		"(budget pdb0 (maxUnavailable 1): [p00 p05] unhealthy at once)"},
+	{31322664, "the model held a hot upgrade's pod from its first write until its handoff, though both slots run and the " +
+		"pod serves between them: another set made the pod not ready, the handoff went free, and a second ready pod " +
+		"was written (s0 disrupts [p02 p07] at once, maxUnavailable 1)"},
+	{21623284, "the model's kubelet reported a ready container's exit only at the pod's next sync, ten steps later: the " +
+		"planner released a pod its status showed ready for 30 s while the model knew its sidecar had exited " +
+		"(s0's record of p01 says its write released, which the world says has it down)"},
 }
 
 // TestModelView: the model's cache lags and never goes back (view).
