@@ -61,14 +61,12 @@ func History(ctx context.Context, c client.Client, out io.Writer, name, managerN
 	if err != nil {
 		return err
 	}
-	var list appsv1.ControllerRevisionList
-	if err := c.List(ctx, &list, client.InNamespace(managerNamespace),
-		client.MatchingLabels{v1alpha1.LabelSidecarSet: name}); err != nil {
-		return fmt.Errorf("list revisions of %s in %s: %w", name, managerNamespace, err)
+	list, err := setRevisions(ctx, c, name, managerNamespace)
+	if err != nil {
+		return err
 	}
-	slices.SortFunc(list.Items, func(a, b appsv1.ControllerRevision) int { return int(b.Revision - a.Revision) })
 	if !isTable(output) {
-		return printObject(out, &list, output)
+		return printObject(out, list, output)
 	}
 	if len(list.Items) == 0 {
 		_, err := fmt.Fprintf(out, "%s: no revisions kept in namespace %s (see --manager-namespace)\n", name, managerNamespace)
@@ -83,6 +81,18 @@ func History(ctx context.Context, c client.Client, out io.Writer, name, managerN
 		running[p.Record.Revision]++
 	}
 	return printTable(out, historyTable(set, list.Items, running, time.Now()), output == OutputWide)
+}
+
+// setRevisions lists the ControllerRevisions of the SidecarSet name in
+// managerNamespace, newest first.
+func setRevisions(ctx context.Context, c client.Client, name, managerNamespace string) (*appsv1.ControllerRevisionList, error) {
+	var list appsv1.ControllerRevisionList
+	if err := c.List(ctx, &list, client.InNamespace(managerNamespace),
+		client.MatchingLabels{v1alpha1.LabelSidecarSet: name}); err != nil {
+		return nil, fmt.Errorf("list revisions of %s in %s: %w", name, managerNamespace, err)
+	}
+	slices.SortFunc(list.Items, func(a, b appsv1.ControllerRevision) int { return int(b.Revision - a.Revision) })
+	return &list, nil
 }
 
 // historyTable is the table of revs (newest first) of set; running counts

@@ -88,10 +88,9 @@ func Undo(ctx context.Context, c client.Client, out io.Writer, opts UndoOptions)
 	if err != nil {
 		return err
 	}
-	var list appsv1.ControllerRevisionList
-	if err := c.List(ctx, &list, client.InNamespace(opts.ManagerNamespace),
-		client.MatchingLabels{v1alpha1.LabelSidecarSet: opts.Name}); err != nil {
-		return fmt.Errorf("list revisions of %s in %s: %w", opts.Name, opts.ManagerNamespace, err)
+	list, err := setRevisions(ctx, c, opts.Name, opts.ManagerNamespace)
+	if err != nil {
+		return err
 	}
 	current := revision.Name(set.Name, &set.Spec)
 	cr, err := pickRevision(list.Items, current, opts.ToRevision)
