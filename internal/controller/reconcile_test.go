@@ -92,7 +92,7 @@ func TestSplitSettles(t *testing.T) {
 	}
 	mixed := []rollout.PodUpdate{
 		u("s1", rollout.ActionSettle), u("w1", rollout.ActionUpdate), u("s2", rollout.ActionSettle),
-		u("b1", rollout.ActionRecordBack), u("s3", rollout.ActionSettle),
+		u("b1", rollout.ActionRecordDisruption), u("s3", rollout.ActionSettle),
 	}
 	tests := []struct {
 		name            string

@@ -301,17 +301,13 @@ type Write struct {
 	// WasReady: the pod's Ready condition was True just before the write.
 	// Only such a write disrupts a pod the rollout must count against
 	// maxUnavailable and PodDisruptionBudgets; a pod that was not ready
-	// loses nothing by it. It is cleared once the pod is back but for a
-	// write that is a disruption of its own: a resize still to write, or
-	// the handoff of a hot upgrade counted since the pod turned ready
-	// (rollout.ActionRecordBack).
+	// loses nothing by it.
 	WasReady bool `json:"wasReady,omitempty"`
 	// TurnedReady: WasReady was set after the write, when the pod, not
 	// ready when written, turned ready with the write still to come
 	// (rollout.ActionRecordDisruption): the rollout counts it, but took no
-	// slot for it. Such a pod, ready, whose hot upgrade owes only its
-	// handoff is recorded back (rollout.ActionRecordBack): the handoff
-	// into it is a disruption of its own.
+	// slot for it, so a write it still owes (a hot upgrade's handoff, a
+	// resize) takes one.
 	TurnedReady bool `json:"turnedReady,omitempty"`
 	// Generation is the pod's metadata.generation the write produced. The
 	// kubelet reports the generation it has seen in status.observedGeneration;

@@ -37,10 +37,6 @@ type Pod struct {
 	// complete, for minReadySeconds; or it is ready with such a write to come
 	// (ActionRecordDisruption). It counts against maxUnavailable and budgets.
 	Disrupting bool
-	// BackButOwed: ready again after a write that disrupted it, the pod owes
-	// only a resize or a handoff, itself a disruption. It counts until its
-	// record says it is back (ActionRecordBack); that write then takes a slot.
-	BackButOwed bool
 	// Back: the last write is done: every running sidecar complete and, if it
 	// disrupted the pod, the pod ready again. releasedBefore passes the write
 	// once every earlier one is back too; a later failure is then Again.
@@ -183,7 +179,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		ResizeOwed:      owedResizes(pod, rec),
 		ResizeCondition: resizeConditionText(pod),
 	}
-	w := progress{complete: true, onlyOwed: true}
+	w := progress{complete: true}
 	for _, rc := range rec.Containers {
 		c, held, found := p.containerOf(pod, rc)
 		if !found {
@@ -203,7 +199,7 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 	for _, h := range hotPairs(rec) {
 		if h.upgrading(p) {
 			// An update not done until its handoff is.
-			w.complete, w.onlyOwed, p.Updating = false, false, true
+			w.complete, p.Updating = false, true
 		}
 	}
 	p.HandoffOwed = handoffsOwed(p)
@@ -228,8 +224,6 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 type progress struct {
 	// complete: every running sidecar is complete.
 	complete bool
-	// onlyOwed: complete but for resizes still to write.
-	onlyOwed bool
 	// wrote: some running sidecar still carries the record of a write.
 	wrote bool
 	// held says why the kubelet holds a resize written into the pod.
@@ -246,7 +240,6 @@ func (w *progress) add(c Container, held string, p *Pod) {
 	}
 	if !c.Complete {
 		w.complete = false
-		w.onlyOwed = w.onlyOwed && c.ResizeOwed
 	}
 	if c.InFlight {
 		p.Updating = true
@@ -353,9 +346,9 @@ func upgradable(pod *corev1.Pod, p Pod, latest Latest, held string) (bool, strin
 	return ok, why, resize
 }
 
-// judgeDisruption sets Disrupting, Back, BackButOwed and Again from p's
-// record and w. A Ready pod waits out minReadySeconds even when done, so
-// one owing a resize or handoff waits too before it is recorded back.
+// judgeDisruption sets Disrupting, Back and Again from p's record and w. A
+// write owing a resize or a handoff is not done: the pod it disrupted
+// counts until that write is done too, and minReadySeconds have passed.
 func (p *Pod) judgeDisruption(w progress) {
 	rec := p.Record
 	waiting := !p.ReleaseAt.IsZero()
@@ -368,13 +361,15 @@ func (p *Pod) judgeDisruption(w progress) {
 		p.Disrupting = p.Updating && (p.PodReady || p.runningInFlightAny())
 		p.Back = w.wrote && w.complete
 	case rec.Write.WasReady:
-		// Only its resize still to write: a disruption of its own.
-		waitsForResize := w.onlyOwed && len(p.ResizeOwed) > 0
-		// Counted since it turned ready: its handoff takes a slot.
-		waitsForHandoff := rec.Write.TurnedReady && len(p.HandoffOwed) > 0 && !p.runningInFlightAny()
 		p.Disrupting = !p.Ready || waiting
-		p.BackButOwed = p.PodReady && !waiting && (waitsForResize || waitsForHandoff)
 		p.Back = p.Ready && !waiting
+		// Counted since it turned ready, in no slot the rollout took:
+		// serving again, owing only a handoff or a resize, it counts no
+		// more, and that write takes a slot (Pod.holdsSlot).
+		owes := len(p.HandoffOwed) > 0 || len(p.ResizeOwed) > 0
+		if rec.Write.TurnedReady && p.PodReady && !waiting && owes && !p.runningInFlightAny() {
+			p.Disrupting = false
+		}
 	default:
 		p.Back = w.complete && !waiting
 		// Written while not ready, ready now with the write still to
@@ -588,15 +583,12 @@ func (s Sets) classifyFor(pod *corev1.Pod, name string, rec revision.SetState, n
 
 // DisruptedBy names, sorted, the SidecarSets of state whose rollouts have
 // pod down (Pod.Disrupting) at now. A deleted set (not in sets) counts
-// only while its write is in flight; a BackButOwed pod counts for none.
+// only while its write is in flight.
 func DisruptedBy(pod *corev1.Pod, state revision.State, sets Sets, now time.Time) []string {
 	var names []string
 	for name, rec := range state {
 		c, ok := sets.classifyFor(pod, name, rec, now)
-		if c.BackButOwed {
-			continue
-		}
-		if (ok && c.Disrupting) || (!ok && c.Disrupting && c.Updating) {
+		if (ok && c.Disrupting) || (!ok && c.Disrupting && c.runningInFlightAny()) {
 			names = append(names, name)
 		}
 	}

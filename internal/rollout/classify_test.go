@@ -383,9 +383,9 @@ func TestOthersWriting(t *testing.T) {
 		{"written while ready by a deleted set, in flight: no set counts it", true, false, true, false, true},
 		{"written while not ready, in flight", false, false, false, false, true},
 		{"written while not ready, done", false, true, false, false, false},
-		// Recorded back with its resize owed: that set writes the resize
-		// in a slot of its own, and nothing is in flight till then.
-		{"recorded back, a resize owed", false, true, false, true, false},
+		// Written while not ready, its resize owed: that set writes the
+		// resize in a slot of its own, and nothing is in flight till then.
+		{"written while not ready, done but for a resize owed", false, true, false, true, false},
 	} {
 		pod, state, other, exists := othersWrite(t, tc.deleted)
 		state[other].Write.WasReady = tc.wasReady

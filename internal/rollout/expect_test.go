@@ -33,11 +33,10 @@ func TestFresher(t *testing.T) {
 		{"the write seen", pod("a", "12", r2), true},
 		{"a later version, status newer", pod("a", "13", r2), true},
 		{"a later version, settled by another set's write", pod("a", "15", releasedRecord(r2)), true},
-		{"a later version, recorded back by another set's write", pod("a", "15", recordedBack(r2)), true},
-		// A resize written after its record, over a record recorded back
-		// (ActionResize WithRecord), keeps that Write but for WasReady:
-		// the pod from before it reads as the written one recorded back.
-		{"the pod before the write, its record as the written one recorded back", pod("a", "11", recordedBack(r2)), false},
+		// A resize written after its record (ActionResize WithRecord) into
+		// a pod written while not ready keeps that Write but for WasReady:
+		// the pod from before it reads as the written one, not counted.
+		{"the pod before the write, its record as the written one not counted", pod("a", "11", notCounted(r2)), false},
 		{"an earlier version, a shorter resourceVersion", pod("a", "9", r2), false},
 		{"another pod of the same name", pod("b", "3", r1), true},
 	} {
@@ -91,4 +90,12 @@ func TestFresherByRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// notCounted returns rec with its write made while the pod was not ready.
+func notCounted(rec revision.SetState) revision.SetState {
+	w := *rec.Write
+	w.WasReady = false
+	rec.Write = &w
+	return rec
 }

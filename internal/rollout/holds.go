@@ -59,7 +59,6 @@ type hold func(j job, t *tally) (reason HoldReason, msg string, ok bool)
 // hot upgrade, another set's rollout, maxUnavailable, and last the budgets.
 var holdChain = []hold{
 	holdNodeLost,
-	holdBackButOwed,
 	holdInFlight,
 	holdChangeInFlight,
 	holdHandoff,
@@ -130,12 +129,6 @@ func (j job) ownBudget() int32 {
 // holdNodeLost: the pod's node is not Ready; its kubelet acts on nothing.
 func holdNodeLost(j job, _ *tally) (HoldReason, string, bool) {
 	return HeldNodeLost, "its node is not Ready: the pod is written once the node is back", j.pod.NodeLost
-}
-
-// holdBackButOwed: the pod's record says it is back first (bookkeeping):
-// written now, the write it owes would leave that unrecorded while it fails.
-func holdBackButOwed(j job, _ *tally) (HoldReason, string, bool) {
-	return HeldInFlight, "the pod is back but for a write that restarts it again; recording that it is back first", j.pod.BackButOwed
 }
 
 // holdInFlight: the kubelet has not finished the last write: its first

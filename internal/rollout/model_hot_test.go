@@ -177,6 +177,47 @@ func TestModelHotKept(t *testing.T) {
 			t.Errorf("plan %v hands off neither pod (held %+v): neither hot upgrade can end", actions(plan), plan.Held)
 		}
 	})
+	t.Run("two pods counted since they turned ready, each owing its handoff: one goes", func(t *testing.T) {
+		// Found by TestModel (-rapid.seed=80602): both pods, written for
+		// free while not ready, turned ready before the kubelet acted and
+		// were counted, two over maxUnavailable 1, in no slot the rollout
+		// took. Each handoff waited for room the other kept: neither hot
+		// upgrade could end, and the rollout stalled. Serving again, owing
+		// only the handoff, such a pod counts no more; its handoff takes
+		// a slot. (minReadySeconds 0: the plans here read no clock.)
+		v1, v2 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1)
+		v2.Spec.UpdateStrategy.MinReadySeconds = ptr.To[int32](0)
+		p01, p02 := keptHotPod("p01", v1), keptHotPod("p02", v1)
+		for i, pod := range []*corev1.Pod{p01, p02} {
+			n := 10 * i
+			report(pod, false, running("app", n+1, "mysql:8", false), running("proxy-1", n+2, "proxy:v1", true),
+				running("proxy-2", n+3, "empty:v1", true))
+		}
+		plan := keptNext(t, v2, p01, p02)
+		if got := actions(plan); !slices.Equal(got, []string{"p01 Update", "p02 Update"}) {
+			t.Fatalf("plan %v, want both pods updated for free", got)
+		}
+		p01, p02 = keptApply(t, p01, v2, plan.Updates[0]), keptApply(t, p02, v2, plan.Updates[1])
+		for i, pod := range []*corev1.Pod{p01, p02} {
+			n := 10 * i
+			report(pod, true, running("app", n+1, "mysql:8", true), running("proxy-1", n+2, "proxy:v1", true),
+				running("proxy-2", n+3, "empty:v1", true))
+		}
+		plan = keptNext(t, v2, p01, p02)
+		if got := actions(plan); !slices.Equal(got, []string{"p01 RecordDisruption", "p02 RecordDisruption"}) {
+			t.Fatalf("plan %v, want both pods' disruptions recorded", got)
+		}
+		p01, p02 = keptApply(t, p01, v2, plan.Updates[0]), keptApply(t, p02, v2, plan.Updates[1])
+		for i, pod := range []*corev1.Pod{p01, p02} {
+			n := 10 * i
+			report(pod, true, running("app", n+1, "mysql:8", true), running("proxy-1", n+2, "proxy:v1", true),
+				running("proxy-2", n+4, "proxy:v2", true))
+		}
+		plan = keptNext(t, v2, p01, p02)
+		if got := actions(plan); !slices.Equal(got, []string{"p01 Handoff"}) {
+			t.Errorf("plan %v (held %+v), want p01 handed off, and p02 after it", got, plan.Held)
+		}
+	})
 	t.Run("a write over a revert in flight is not completed by the revert's container", func(t *testing.T) {
 		// Found by TestModel: proxy-1, the serving slot, was set by hand
 		// to an image that does not pull, and reverted; the status, from

@@ -52,9 +52,9 @@ import (
 //
 //   - each set disrupts at most maxUnavailable ready pods at once: a write
 //     that restarts a running sidecar of a ready pod disrupts it until it is
-//     ready again, every written image running, for minReadySeconds (a hot
-//     upgrade's first write and its handoff each do; between them both
-//     slots run and the pod serves);
+//     ready again, every written image running, for minReadySeconds, and
+//     the write owes nothing more (a hot upgrade's handoff, a resize whose
+//     call was lost);
 //   - no write leaves a budget with more pods unhealthy than it allows,
 //     unless pods that were never ready already make it so;
 //   - a reconcile moves no more pods to the latest revision than the
@@ -272,6 +272,9 @@ type mpod struct {
 	// until it has been ready that long with every written image running
 	// (the contract's release, judged from what the kubelet did).
 	disrupted map[string]time.Duration
+	// owedMemory is the memory a set's write asked of a sidecar, by name,
+	// whose resize was lost: the write is not done until it runs that.
+	owedMemory map[string]string
 	// readySince is when the pod's Ready condition last changed: when it
 	// turned ready, while it is.
 	readySince time.Time
@@ -428,7 +431,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	}
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -739,13 +742,28 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 			return false
 		}
 		if strings.HasPrefix(c.name, set+"-") && c.name != except &&
-			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name)) {
+			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c)) {
 			return false
 		}
 	}
-	// A hot upgrade's handoff still owed is not a disruption: both slots
-	// run, and the pod serves. The handoff's write is one of its own.
+	// A hot upgrade's write is not done until its handoff is, nor a write
+	// whose resize was lost until that resize is: the pod disrupted by it
+	// stays so, serving between the two or not, as the contract counts it.
+	// A hand edit of the next slot ends it.
+	state, _ := revision.Decode(p.pod.Annotations)
+	for _, h := range hotPairsOf(state[set]) {
+		if i := h.serving(); i >= 0 && h[1-i].Hot.Version != 0 && specImage(p.pod, h[1-i].Name) == h[1-i].Image {
+			return false
+		}
+	}
 	return true
+}
+
+// owes reports whether a write's resize of c was lost and c does not run
+// the memory it asked for.
+func (p *mpod) owes(c *mctr) bool {
+	want, ok := p.owedMemory[c.name]
+	return ok && want != c.mem
 }
 
 func crashes(ref string) bool { return strings.Contains(ref, "crashes") }
@@ -977,15 +995,30 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	}
 	restartsRunning, changed := false, false
 	// The resize goes after the record, and may be lost (a crash, a
-	// refusal): a later ActionResize writes it.
+	// refusal): a later ActionResize writes it. A lost one disrupts the
+	// pod all the same, as the contract counts it: the write holds the pod
+	// from its record until it is done.
 	resized := len(u.Resize) > 0 && rapid.IntRange(0, 3).Draw(m.t, "resize-lost") > 0
-	if resized {
-		for _, r := range u.Resize {
-			if r.Name == "app" {
-				m.t.Fatalf("%s resized the app container of %s", s.set.Name, p.pod.Name)
-			}
+	for _, r := range u.Resize {
+		if r.Name == "app" {
+			m.t.Fatalf("%s resized the app container of %s", s.set.Name, p.pod.Name)
 		}
 		restartsRunning = true
+	}
+	if u.Action == rollout.ActionUpdate || u.Action == rollout.ActionRevertDrift {
+		for name := range p.owedMemory {
+			if strings.HasPrefix(name, s.set.Name+"-") {
+				delete(p.owedMemory, name)
+			}
+		}
+	}
+	for _, r := range u.Resize {
+		if resized {
+			delete(p.owedMemory, r.Name)
+		} else {
+			q := r.Resources.Limits[corev1.ResourceMemory]
+			p.owedMemory[r.Name] = q.String()
+		}
 	}
 	for _, c := range slices.Concat(written.Spec.InitContainers, written.Spec.Containers) {
 		if was := specImage(p.pod, c.Name); was != c.Image {

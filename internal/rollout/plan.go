@@ -95,20 +95,18 @@ const (
 	// ActionResize writes only the resize a pod lacks (Pod.ResizeOwed): its
 	// record landed, the resize did not. A pod counted in a slot of its own
 	// takes nothing more; any other takes maxUnavailable and budgets as any
-	// write, once recorded back if BackButOwed.
+	// write.
 	ActionResize Action = "Resize"
 	// ActionHandoff empties a hot upgrade's old slot (Pod.HandoffOwed).
 	ActionHandoff Action = "Handoff"
 	// ActionRecordDisruption writes only the record of a pod written while
 	// not ready, ready now with the write to come: it counts until back.
 	ActionRecordDisruption Action = "RecordDisruption"
-	// ActionRecordBack records a BackButOwed pod back: it no longer counts.
-	ActionRecordBack Action = "RecordBack"
 )
 
 // RecordOnly reports whether u writes the record alone (bookkeeping).
 func (u PodUpdate) RecordOnly() bool {
-	return u.Action == ActionSettle || u.Action == ActionRecordDisruption || u.Action == ActionRecordBack
+	return u.Action == ActionSettle || u.Action == ActionRecordDisruption
 }
 
 // Stamped returns u with at, when the controller writes it, as its Write's
@@ -165,7 +163,8 @@ type ContainerImage struct {
 // in-place write leaves no mark in a budget's status. Pods on a Withdrawn
 // revision are due whatever the partition and selector, which would keep
 // exactly the pods that moved. With driftPolicy Revert, a drifted pod not
-// due gets its recorded images back. Paused or NotUpdate, only handoffs go.
+// due gets its recorded images back. Paused or NotUpdate, only the writes a
+// write in flight owes go (owedOnly).
 //
 // Worked cases, pods p01..p12 in one namespace, none updated, all ready
 // unless said otherwise:
@@ -212,7 +211,7 @@ func Next(in Input) (Plan, error) {
 	plan.Held = idle(pods, jobs, scope, in.Latest, selected)
 	if stop, reason, msg := stopped(in.Strategy); stop {
 		var held []Held
-		jobs, held = handoffsOnly(jobs, reason, msg)
+		jobs, held = owedOnly(jobs, reason, msg)
 		plan.Held = append(plan.Held, held...)
 	}
 	t := newTally(scope, in.Budgets)
@@ -348,13 +347,14 @@ func idle(pods []Pod, jobs []job, scope Scope, latest Latest, selected func(Pod)
 	return held
 }
 
-// handoffsOnly keeps a stopped rollout's handoffs and holds the rest with
-// reason: a held handoff would leave the pod down, its upgrade halfway.
-func handoffsOnly(jobs []job, reason HoldReason, msg string) ([]job, []Held) {
+// owedOnly keeps a stopped rollout's handoffs, and the resizes owed within
+// a slot (Pod.holdsSlot), and holds the rest with reason: held, they would
+// leave the pod down, its write halfway.
+func owedOnly(jobs []job, reason HoldReason, msg string) ([]job, []Held) {
 	var kept []job
 	var held []Held
 	for _, j := range jobs {
-		if j.action == ActionHandoff || j.action == ActionUpdate && len(j.pod.HandoffOwed) > 0 {
+		if j.action == ActionHandoff || j.action == ActionResize && j.pod.holdsSlot() || j.action == ActionUpdate && len(j.pod.HandoffOwed) > 0 {
 			kept = append(kept, j)
 			continue
 		}
@@ -377,10 +377,9 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 	default:
 		u = revertOf(p)
 	}
-	// A handoff or owed resize into a pod counted in a slot of its own takes
-	// nothing more; any other write into a Ready pod disrupts it anew.
-	counted := p.Disrupting && p.Record.Write != nil && !p.Record.Write.TurnedReady
-	continues := counted && (u.Action == ActionHandoff || u.Action == ActionResize)
+	// A handoff or owed resize into a pod in a slot of its own takes nothing
+	// more; any other write into a Ready pod disrupts it anew.
+	continues := p.holdsSlot() && (u.Action == ActionHandoff || u.Action == ActionResize)
 	if u.Disrupts = p.PodReady && !continues && u.restartsRunning(p); u.Disrupts && u.Action == ActionResize {
 		// The resize cannot write the record, so the record goes first.
 		wr := revision.Write{Generation: p.Generation + 1}
@@ -397,6 +396,8 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 	if u.writesSpec() && u.State.Write != nil {
 		wr := *u.State.Write
 		wr.MinReadySeconds = latest.MinReadySeconds
+		// A write that takes a slot counts in it from now on.
+		wr.TurnedReady = wr.TurnedReady && !u.Disrupts
 		u.State.Write = &wr
 	}
 	if u.writesSpec() {
@@ -407,7 +408,7 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 }
 
 // bookkeeping appends the record-only writes, whatever holds the pod:
-// RecordDisruption, RecordBack, and Settle for a pod back for settleAfter
+// RecordDisruption, and Settle for a pod back for settleAfter
 // margins that in.ReleasedBefore does not pass, or read released but not
 // Available: releases that know no releasedBefore would count its failure.
 func bookkeeping(pods []Pod, updates []PodUpdate, in Input) []PodUpdate {
@@ -425,8 +426,6 @@ func bookkeeping(pods []Pod, updates []PodUpdate, in Input) []PodUpdate {
 			w.WasReady, w.TurnedReady = true, true
 			u.State.Write = &w
 			updates = append(updates, u)
-		case p.BackButOwed:
-			updates = append(updates, recordBackOf(p))
 		case p.ReadReleased && !p.Available:
 			updates = append(updates, PodUpdate{Pod: p.Key, Action: ActionSettle, State: p.Record})
 		case in.ReleaseMargin > 0 && !passed(p.Record.Write, in.ReleasedBefore):
@@ -453,7 +452,7 @@ func passed(w *revision.Write, before time.Time) bool {
 // write.
 func releasable(p Pod, margin time.Duration) (bool, time.Time) {
 	w := p.Record.Write
-	if w == nil || !p.Back || p.BackButOwed || p.OthersWriting || len(p.ResizeOwed) > 0 || len(p.HandoffOwed) > 0 {
+	if w == nil || !p.Back || p.OthersWriting || len(p.ResizeOwed) > 0 || len(p.HandoffOwed) > 0 {
 		return false, time.Time{}
 	}
 	since := p.BackAt
@@ -511,29 +510,13 @@ func (p Pod) Awaited() bool {
 	return !p.NodeLost && (p.Disrupting || (p.Updating && !p.Pending))
 }
 
-// backOf returns p's record saying its last write is back: recorded back
-// when BackButOwed (keeping the resize it owes), released when Back.
+// backOf returns p's record saying its last write is back: released when
+// Back.
 func backOf(p Pod) (revision.SetState, bool) {
-	switch {
-	case p.BackButOwed:
-		return recordedBack(p.Record), true
-	case p.Back:
+	if p.Back {
 		return releasedRecord(p.Record), true
 	}
 	return revision.SetState{}, false
-}
-
-// recordBackOf records that p is back but for a write of its own.
-func recordBackOf(p Pod) PodUpdate {
-	return PodUpdate{Pod: p.Key, Action: ActionRecordBack, State: recordedBack(p.Record)}
-}
-
-// recordedBack returns rec with its write no longer counted as a disruption.
-func recordedBack(rec revision.SetState) revision.SetState {
-	w := *rec.Write
-	w.WasReady, w.TurnedReady = false, false
-	rec.Write = &w
-	return rec
 }
 
 // runningInFlight returns a sidecar of p whose write is in flight while it
@@ -588,6 +571,13 @@ func (u PodUpdate) writesSpec() bool {
 func hasWork(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) bool {
 	return s.Type != v1alpha1.NotUpdateStrategy &&
 		slices.ContainsFunc(pods, func(p Pod) bool { return !p.Updated && p.Upgradable && selected(p) })
+}
+
+// holdsSlot reports whether a slot the rollout took for p's write still
+// has p down: the writes that write owes go within it. A pod counted since
+// it turned ready (Write.TurnedReady) took none.
+func (p Pod) holdsSlot() bool {
+	return p.Disrupting && p.Record.Write != nil && !p.Record.Write.TurnedReady
 }
 
 // counted reports whether p counts against maxUnavailable: the rollout has
@@ -796,7 +786,7 @@ func writeOf(p Pod, u PodUpdate) *revision.Write {
 	}
 	kept := p.Disrupting && p.Record.Write != nil
 	w := &revision.Write{WasReady: kept || (p.PodReady && u.restartsRunning(p)), Generation: generation}
-	// Whether the rollout took no slot for it is kept too.
+	// Whether the rollout took no slot for it is kept (writeFor).
 	w.TurnedReady = kept && p.Record.Write.TurnedReady
 	return w
 }

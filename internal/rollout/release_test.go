@@ -44,7 +44,7 @@ func TestReleasedBefore(t *testing.T) {
 		{"written less than the margin ago, back at once", []Pod{pod("12:09:20", "12:09:20")}, was, at("12:10:20")},
 		{"no write", []Pod{{}}, was, time.Time{}},
 		{"a write before timed writes: never passed", []Pod{{Back: true, Record: revision.SetState{Write: &revision.Write{}}}}, was, time.Time{}},
-		{"back but owing a write of its own", []Pod{with(pod("12:01:00", "12:02:00"), func(p *Pod) { p.BackButOwed = true })}, was, time.Time{}},
+		{"back but owing a resize", []Pod{with(pod("12:01:00", "12:02:00"), func(p *Pod) { p.ResizeOwed = []ContainerResources{{Name: "exporter"}} })}, was, time.Time{}},
 		{"back but another set's write in flight", []Pod{with(pod("12:01:00", "12:02:00"), func(p *Pod) { p.OthersWriting = true })}, was, time.Time{}},
 		{"never back: it never goes back", []Pod{pod("11:58:00", "")}, was, time.Time{}},
 	}

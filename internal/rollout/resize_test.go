@@ -241,16 +241,10 @@ func TestResizeUpdate(t *testing.T) {
 }
 
 // TestResizeAfterLostResize: the images and record landed, the resize
-// after them did not. The pod is not complete while its spec lacks the
-// resources; the next plan writes the resize alone, unless paused. The pod
-// is ready meanwhile: the record says so (ActionRecordBack), paused or
-// not, and from then on the pod is not counted as disrupted, so the
-// resize takes maxUnavailable as a new write does. Until that record
-// lands the pod counts, and the resize waits.
-// (The rollout model found it: a pod that stopped counting as soon as it
-// was back counted again once another rollout took it down, and the set
-// wrote its next update, and that update's handoff once the pod was back,
-// as into a pod whose slot it held, beside the one pod it did hold.)
+// after them did not. The write is not done while the pod's spec lacks the
+// resources: the pod keeps its slot and its budget unit, ready or not, and
+// the next plan writes the resize alone within them, paused or not. A set
+// deleted meanwhile never writes it: the pod then spends no budget.
 func TestResizeAfterLostResize(t *testing.T) {
 	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
 	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
@@ -262,52 +256,28 @@ func TestResizeAfterLostResize(t *testing.T) {
 	kubeletResizes(pod)
 
 	p := Classify(pod, record(pod), latest)
-	if p.Ready || !p.Updating {
-		t.Errorf("%+v: complete without the resize", p)
+	if p.Ready || !p.Updating || !p.Disrupting {
+		t.Errorf("%+v: want it not done without the resize, and counted", p)
 	}
-	if !p.BackButOwed || !p.Disrupting {
-		t.Errorf("%+v: want it back but for the resize, and counted until the record says so", p)
-	}
-	// Ready, it spends no PodDisruptionBudget, whether its set exists or
-	// was deleted (and would never record it back).
 	state, _ := revision.Decode(pod.Annotations)
-	for _, latestHashes := range []map[string]string{{setName: latest.Hash}, {}} {
-		if Disrupted(pod, state, hashed(latestHashes), time.Time{}) {
-			t.Errorf("Disrupted with sets %v: a ready pod back but for its resize spends a budget", latestHashes)
+	if !Disrupted(pod, state, hashed(map[string]string{setName: latest.Hash}), time.Time{}) {
+		t.Error("not Disrupted: a ready pod owing its write's resize spends no budget")
+	}
+	if Disrupted(pod, state, hashed(map[string]string{}), time.Time{}) {
+		t.Error("Disrupted with its set deleted: nothing will write the resize, and the pod serves")
+	}
+	for _, s := range []v1alpha1.UpdateStrategy{{MaxUnavailable: ptr.To(intstr.FromInt32(1))}, {Paused: true}} {
+		plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: s})
+		if len(plan.Updates) != 1 {
+			t.Fatalf("%+v: Updates = %+v, want one", s, plan.Updates)
+		}
+		u := plan.Updates[0]
+		if u.Action != ActionResize || len(u.Containers) != 0 || !cmp.Equal(u.Resize, first.Updates[0].Resize) || u.Disrupts || u.WithRecord {
+			t.Errorf("%+v: update = %+v, want the resize alone, within the pod's slot", s, u)
 		}
 	}
-	// Counted until the record says it is back, it does not take the
-	// resize within its slot, nor beside it with room to spare: the resize
-	// waits for that record.
-	for _, maxUnavailable := range []int32{1, 2} {
-		s := v1alpha1.UpdateStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable))}
-		if plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: s}); len(plan.Updates) != 1 ||
-			plan.Updates[0].Action != ActionRecordBack || len(plan.Held) != 1 || plan.Held[0].Reason != HeldInFlight {
-			t.Errorf("maxUnavailable %d: plan %+v, want the pod recorded back and its resize held", maxUnavailable, plan)
-		}
-	}
-	paused, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}})
-	if len(paused.Updates) != 1 || paused.Updates[0].Action != ActionRecordBack || paused.Updates[0].State.Write.WasReady ||
-		len(paused.Held) != 1 || paused.Held[0].Reason != HeldPaused {
-		t.Fatalf("paused: %+v, want the resize held and the pod recorded back", paused)
-	}
-	applyUpdate(pod, paused.Updates[0])
-	// Another rollout takes the pod down: it does not count for this one.
-	setReady(pod, false)
-	if p := Classify(pod, record(pod), latest); p.Disrupting || p.BackButOwed {
-		t.Errorf("recorded back, then not ready: %+v, want it not counted", p)
-	}
-	setReady(pod, true)
-	p = Classify(pod, record(pod), latest)
 	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}})
-	if len(plan.Updates) != 1 {
-		t.Fatalf("Updates = %+v, want one", plan.Updates)
-	}
-	u := plan.Updates[0]
-	if u.Action != ActionResize || len(u.Containers) != 0 || !cmp.Equal(u.Resize, first.Updates[0].Resize) || !u.Disrupts {
-		t.Errorf("update = %+v, want the resize alone, taking maxUnavailable: the pod is back and ready", u)
-	}
-	*pod = *Resize(pod, u)
+	*pod = *Resize(pod, plan.Updates[0])
 	pod.Generation++
 	kubeletResizes(pod)
 	if p := Classify(pod, record(pod), latest); !p.Ready || !p.Back {
@@ -337,13 +307,6 @@ func TestUpdateOverLostResize(t *testing.T) {
 	latest = resizableLatest(v3, v1, v2)
 	p := Classify(pod, record(pod), latest)
 	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}})
-	// Back but for its resize: the record says so first.
-	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRecordBack {
-		t.Fatalf("plan %+v, want the pod recorded back", plan)
-	}
-	applyUpdate(pod, plan.Updates[0])
-	p = Classify(pod, record(pod), latest)
-	plan, _ = Next(Input{Latest: latest, Pods: []Pod{p}})
 	if len(plan.Updates) != 1 || len(plan.Updates[0].Containers) != 1 {
 		t.Fatalf("plan %+v, want v3 written", plan)
 	}
@@ -401,9 +364,9 @@ func TestResizeComplete(t *testing.T) {
 // TestUpdateForgetsAResizeNoLongerDeclared: a pod owes the resize of v2
 // (to 128Mi), which did not land; v3 declares the resources the pod
 // already has (64Mi). The update to v3 writes no resize and forgets the
-// one v2 owed. Kept, the record made the pod owe 128Mi after the update:
-// it was recorded back and then resized to what no revision declared any
-// more, a disruption of its own (found by TestModel,
+// one v2 owed. Kept, the record made the pod owe 128Mi after the update,
+// and it was resized to what no revision declared any more (found by
+// TestModel,
 // -rapid.seed=8581459926500644625).
 func TestUpdateForgetsAResizeNoLongerDeclared(t *testing.T) {
 	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
@@ -418,11 +381,6 @@ func TestUpdateForgetsAResizeNoLongerDeclared(t *testing.T) {
 
 	latest = resizableLatest(v3, v1, v2)
 	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionRecordBack {
-		t.Fatalf("plan %+v, want the pod recorded back first", plan)
-	}
-	applyUpdate(pod, plan.Updates[0])
-	plan, _ = Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
 	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionUpdate {
 		t.Fatalf("plan %+v, want v3 written", plan)
 	}
