@@ -216,8 +216,33 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 	}
 	p.Available = p.Ready && p.ReleaseAt.IsZero()
+	if turnedReady(pod, rec.Write) {
+		t := *rec.Write
+		t.WasReady, t.TurnedReady = true, true
+		p.Record.Write = &t
+	}
 	p.judgeDisruption(w)
 	return p
+}
+
+// turnedReady reports whether pod, not Ready when w was written, turned
+// Ready since: its Ready condition changed at or after the write, so it
+// was Ready after it, and the kubelet may have acted on w then, a restart
+// no view need have caught (ActionRecordDisruption records what one did).
+// Such a pod counts as written while Ready, in no slot the rollout took,
+// until back. The condition's time is the node's, in whole seconds: a
+// change in the write's second counts; a node clock behind the manager's
+// by more than the time from the write to the change misses it.
+func turnedReady(pod *corev1.Pod, w *revision.Write) bool {
+	if w == nil || w.WasReady || w.At == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Time.Before(w.At.Truncate(time.Second))
+		}
+	}
+	return false
 }
 
 // progress is how far the last write into a pod's running sidecars got.

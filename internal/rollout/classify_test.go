@@ -710,3 +710,61 @@ func hashed(hashes map[string]string) Sets {
 	}
 	return out
 }
+
+// TestTurnedReadyUnseen: a pod not Ready when written whose Ready condition
+// changed since was Ready after the write, and the kubelet may have
+// restarted its sidecar then, while no view caught it Ready with the write
+// to come (ActionRecordDisruption). It counts as written while Ready, in
+// no slot the rollout took, until back: it holds the next Ready pod. (The
+// rollout model found it: a pod written at 02:30, Ready and restarted
+// between two views, went unseen, and three more Ready pods went under
+// maxUnavailable 3.)
+func TestTurnedReadyUnseen(t *testing.T) {
+	v1, v2 := testSet("exporter:v1"), testSet("exporter:v2")
+	v2.Spec.UpdateStrategy.MinReadySeconds = ptr.To[int32](10)
+	written := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s int) metav1.Time { return metav1.NewTime(written.Add(time.Duration(s) * time.Second)) }
+	for _, tc := range []struct {
+		name  string
+		ready bool
+		since metav1.Time
+		acted bool
+		now   int
+		want  bool
+	}{
+		{"not Ready since before the write, not acted on", false, at(-60), false, 7, false},
+		{"not Ready since before the write, acted on", false, at(-60), true, 7, false},
+		{"Ready since, restarted: not Ready again", false, at(6), true, 7, true},
+		{"Ready since, restarted without a probe: still Ready", true, at(5), true, 7, true},
+		{"Ready in the write's second, restarted", false, at(0), true, 7, true},
+		{"Ready since, restarted, back for minReadySeconds", true, at(5), true, 15, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			latest := NewLatest(v2)
+			pod := injectedPod("p01", v1)
+			setReady(pod, false)
+			plan, err := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}, Strategy: strategy("0", "1")})
+			if err != nil || len(plan.Updates) != 1 || plan.Updates[0].Disrupts {
+				t.Fatalf("plan %+v, err %v; want p01 written, free", plan, err)
+			}
+			applyUpdate(pod, plan.Updates[0].Stamped(written))
+			pod.Status.ObservedGeneration = pod.Generation
+			if tc.acted {
+				swap(pod)
+			}
+			setReady(pod, tc.ready)
+			pod.Status.Conditions[0].LastTransitionTime = tc.since
+			latest.Now = written.Add(time.Duration(tc.now) * time.Second)
+			p := Classify(pod, record(pod), latest)
+			if p.Disrupting != tc.want {
+				t.Errorf("Disrupting %v, want %v (%+v)", p.Disrupting, tc.want, p)
+			}
+			ready := injectedPod("p02", v1)
+			setReady(ready, true)
+			plan, _ = Next(Input{Latest: latest, Pods: []Pod{p, Classify(ready, record(ready), latest)}, Strategy: strategy("0", "1")})
+			if held := slices.ContainsFunc(plan.Held, func(h Held) bool { return h.Pod.Name == "p02" && h.Reason == HeldByMaxUnavailable }); held != tc.want {
+				t.Errorf("p02 held by maxUnavailable: %v, want %v (plan %+v)", held, tc.want, plan)
+			}
+		})
+	}
+}

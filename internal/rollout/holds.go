@@ -189,10 +189,12 @@ func holdOtherRollout(j job, _ *tally) (HoldReason, string, bool) {
 		strings.Join(p.DisruptedBy, ", ")), true
 }
 
-// holdMaxUnavailable: a write that disrupts the pod finds maxUnavailable
-// spent; a pod that counts already takes its own place.
+// holdMaxUnavailable: a write that restarts a sidecar of a Ready pod finds
+// maxUnavailable spent; a pod that counts already takes its own place. A
+// write owed within the pod's slot is asked too: pods counted over
+// maxUnavailable, that turned ready with a write to come, hold it back.
 func holdMaxUnavailable(j job, t *tally) (HoldReason, string, bool) {
-	if !j.u.Disrupts || t.room+int(j.own()) > 0 {
+	if !j.pod.PodReady || !j.u.restartsRunning(j.pod) || t.room+int(j.own()) > 0 {
 		return "", "", false
 	}
 	msg := fmt.Sprintf("maxUnavailable %d reached: %s updating or updated but not ready",

@@ -49,6 +49,10 @@ func TestKeptBack(t *testing.T) {
 // another set, and maxUnavailable before a budget.
 func TestHoldChain(t *testing.T) {
 	inFlight := Pod{Containers: []Container{{Name: "exporter", Runs: true, Running: true, InFlight: true}}}
+	ready := Pod{PodReady: true, Containers: []Container{{Name: "exporter", Runs: true, Running: true}}}
+	restart := PodUpdate{Disrupts: true, Containers: []ContainerImage{{Name: "exporter", Image: "exporter:v2"}}}
+	owed := Pod{PodReady: true, Disrupting: true, Containers: ready.Containers}
+	handoff := PodUpdate{Action: ActionHandoff, Containers: []ContainerImage{{Name: "exporter", Image: "empty:v1"}}}
 	for _, tc := range []struct {
 		name string
 		j    job
@@ -58,11 +62,13 @@ func TestHoldChain(t *testing.T) {
 		{"nothing holds", job{}, tally{room: 1}, ""},
 		{"node lost and in flight", job{pod: Pod{NodeLost: true, Containers: inFlight.Containers}}, tally{room: 1}, HeldNodeLost},
 		{"in flight and another set's", job{pod: Pod{DisruptedBy: []string{"other"}, Containers: inFlight.Containers}}, tally{room: 1}, HeldInFlight},
-		{"no room and no budget", job{pod: Pod{}, u: PodUpdate{Disrupts: true}},
-			tally{}, HeldByMaxUnavailable},
-		{"room, budget spent", job{u: PodUpdate{Disrupts: true}},
+		{"no room and no budget", job{pod: ready, u: restart}, tally{}, HeldByMaxUnavailable},
+		{"room, budget spent", job{pod: ready, u: restart},
 			tally{room: 1, budgets: map[types.NamespacedName][]Budget{{}: {{Name: "ns/b"}}}}, HeldByDisruptionBudget},
-		{"no room, but the pod counts already", job{pod: Pod{Disrupting: true}, u: PodUpdate{Disrupts: true}}, tally{}, ""},
+		{"no room, but the pod counts already", job{pod: owed, u: restart}, tally{}, ""},
+		{"a handoff within the pod's slot, no room", job{pod: owed, u: handoff}, tally{}, ""},
+		{"a handoff within the pod's slot, pods counted over maxUnavailable", job{pod: owed, u: handoff}, tally{room: -1},
+			HeldByMaxUnavailable},
 	} {
 		if got, _, _ := tc.t.holds(tc.j); got != tc.want {
 			t.Errorf("%s: held %q, want %q", tc.name, got, tc.want)

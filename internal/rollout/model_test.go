@@ -55,6 +55,10 @@ import (
 //     ready again, every written image running, for minReadySeconds, and
 //     the write owes nothing more (a hot upgrade's handoff, a resize whose
 //     call was lost);
+//   - a pod written while not ready that turned ready before the kubelet
+//     restarted its sidecar is disrupted from that restart, until it serves
+//     again, and blocks further writes: no write restarts a sidecar of a
+//     ready pod while its set disrupts maxUnavailable pods, these included;
 //   - no write leaves a budget with more pods unhealthy than it allows,
 //     unless pods that were never ready already make it so;
 //   - a reconcile moves no more pods to the latest revision than the
@@ -272,6 +276,12 @@ type mpod struct {
 	// until it has been ready that long with every written image running
 	// (the contract's release, judged from what the kubelet did).
 	disrupted map[string]time.Duration
+	// turned names the sets of disrupted whose write found the pod not
+	// ready: it turned ready before the kubelet acted on it.
+	turned map[string]bool
+	// writtenBy names, by container, the set whose write of its image the
+	// kubelet has not acted on yet.
+	writtenBy map[string]string
 	// owedMemory is the memory a set's write asked of a sidecar, by name,
 	// whose resize was lost: the write is not done until it runs that.
 	owedMemory map[string]string
@@ -431,7 +441,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	}
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, turned: map[string]bool{}, writtenBy: map[string]string{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -615,7 +625,7 @@ func (m *model) publish(p *mpod) {
 	// this sync does next.
 	for name, d := range p.disrupted {
 		if ready && m.backFor(p, name, "") && m.readyFor(p, name, d) {
-			delete(p.disrupted, name)
+			m.end(p, name)
 		}
 	}
 }
@@ -684,7 +694,9 @@ func (m *model) act(p *mpod) {
 			}
 			if c.instance > 0 {
 				c.last, c.lastImage = c.instance, c.image
+				m.turnedReady(p, c)
 			}
+			delete(p.writtenBy, c.name)
 			c.image = want
 			if pullFails(want) {
 				c.waiting, c.instance = true, 0
@@ -698,7 +710,29 @@ func (m *model) act(p *mpod) {
 	}
 	for name, d := range p.disrupted {
 		if m.backFor(p, name, "") && podReady(p.pod) && m.readyFor(p, name, d) {
-			delete(p.disrupted, name)
+			m.end(p, name)
+		}
+	}
+}
+
+// end ends p's disruption by set.
+func (m *model) end(p *mpod, set string) {
+	delete(p.disrupted, set)
+	delete(p.turned, set)
+}
+
+// turnedReady charges the restart of c, running in p, to the set whose
+// write of it the kubelet acts on, when p is ready and no write of the set
+// charged it: the write found p not ready, and p turned ready before the
+// kubelet acted.
+func (m *model) turnedReady(p *mpod, c *mctr) {
+	if !podReady(p.pod) {
+		return
+	}
+	for _, s := range m.sets {
+		if _, ok := p.disrupted[s.set.Name]; !ok && p.writtenBy[c.name] == s.set.Name {
+			p.disrupted[s.set.Name] = time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0)) * time.Second
+			p.turned[s.set.Name] = true
 		}
 	}
 }
@@ -709,7 +743,7 @@ func (m *model) act(p *mpod) {
 func (m *model) release(p *mpod) {
 	for name, d := range p.disrupted {
 		if podReady(p.pod) && m.backFor(p, name, "") && m.readyFor(p, name, d) {
-			delete(p.disrupted, name)
+			m.end(p, name)
 		}
 	}
 }
@@ -742,14 +776,19 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 			return false
 		}
 		if strings.HasPrefix(c.name, set+"-") && c.name != except &&
-			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c)) {
+			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c) && !p.turned[set]) {
 			return false
 		}
 	}
 	// A hot upgrade's write is not done until its handoff is, nor a write
 	// whose resize was lost until that resize is: the pod disrupted by it
 	// stays so, serving between the two or not, as the contract counts it.
-	// A hand edit of the next slot ends it.
+	// A hand edit of the next slot ends it. A pod that turned ready before
+	// the kubelet acted is back once it serves again: the rollout took no
+	// slot for it, and the write it owes takes one.
+	if p.turned[set] {
+		return true
+	}
 	state, _ := revision.Decode(p.pod.Annotations)
 	for _, h := range hotPairsOf(state[set]) {
 		if i := h.serving(); i >= 0 && h[1-i].Hot.Version != 0 && specImage(p.pod, h[1-i].Name) == h[1-i].Image {
@@ -1025,6 +1064,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 			if c.Name == "app" {
 				m.t.Fatalf("%s wrote the app container of %s", s.set.Name, p.pod.Name)
 			}
+			p.writtenBy[c.Name] = s.set.Name
 			changed = true
 			restartsRunning = restartsRunning || c.RestartPolicy != nil || !slices.ContainsFunc(written.Spec.InitContainers,
 				func(ic corev1.Container) bool { return ic.Name == c.Name })
@@ -1050,6 +1090,9 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	}
 	m.writes[s.set.Name][pod.Name] = pod.DeepCopy()
 
+	if _, held := p.disrupted[s.set.Name]; restartsRunning && podReady(pod) && !held {
+		m.checkRoom(s, p)
+	}
 	if restartsRunning && podReady(pod) {
 		healthy := len(p.disrupted) == 0
 		p.disrupted[s.set.Name] = time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0)) * time.Second
@@ -1066,6 +1109,26 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	return true
 }
 
+// checkRoom asserts, before a write of s disrupts p anew, that fewer than
+// maxUnavailable pods are disrupted by s, those that turned ready before
+// the kubelet acted on a write of s included: they block further writes.
+func (m *model) checkRoom(s *mset, written *mpod) {
+	var disrupted []string
+	for _, p := range m.pods {
+		if _, ok := p.disrupted[s.set.Name]; ok && p != written {
+			disrupted = append(disrupted, p.pod.Name)
+		}
+	}
+	if len(disrupted) >= s.maxUnavailable {
+		var pods []string
+		for _, p := range m.pods {
+			pods = append(pods, m.describe(p))
+		}
+		m.t.Fatalf("%s disrupts %s with %v down already, maxUnavailable %d:\n%s", s.set.Name, written.pod.Name, disrupted,
+			s.maxUnavailable, strings.Join(pods, "\n"))
+	}
+}
+
 // check asserts the invariants that hold after every step.
 func (m *model) check() {
 	for _, p := range m.pods {
@@ -1075,7 +1138,7 @@ func (m *model) check() {
 	for _, s := range m.sets {
 		var disrupted []string
 		for _, p := range m.pods {
-			if _, ok := p.disrupted[s.set.Name]; ok {
+			if _, ok := p.disrupted[s.set.Name]; ok && !p.turned[s.set.Name] {
 				disrupted = append(disrupted, p.pod.Name)
 				m.checkNotReleased(s, p)
 			}
@@ -1425,6 +1488,7 @@ func (m *model) editByHand(p *mpod) {
 		for i := range cs {
 			if cs[i].Name == name && cs[i].Image != image {
 				cs[i].Image = image
+				delete(p.writtenBy, name)
 				p.pod.Generation++
 				m.bump(p.pod)
 			}
@@ -1436,7 +1500,7 @@ func (m *model) editByHand(p *mpod) {
 	// sidecars still has its write to come.
 	for set, d := range p.disrupted {
 		if strings.HasPrefix(name, set+"-") && m.backFor(p, set, name) && podReady(p.pod) && m.readyFor(p, set, d) {
-			delete(p.disrupted, set)
+			m.end(p, set)
 		}
 	}
 }
