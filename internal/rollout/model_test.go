@@ -218,6 +218,8 @@ type model struct {
 type snap struct {
 	pods []*corev1.Pod
 	lost map[string]bool
+	// seq counts the snapshots taken up to this one.
+	seq int
 }
 
 type mset struct {
@@ -277,8 +279,10 @@ type mpod struct {
 	// (the contract's release, judged from what the kubelet did).
 	disrupted map[string]time.Duration
 	// turned names the sets of disrupted whose write found the pod not
-	// ready: it turned ready before the kubelet acted on it.
-	turned map[string]bool
+	// ready: it turned ready before the kubelet acted on it. It maps each
+	// to the number of snapshots taken before that restart: a view taken
+	// after it can show it.
+	turned map[string]int
 	// writtenBy names, by container, the set whose write of its image the
 	// kubelet has not acted on yet.
 	writtenBy map[string]string
@@ -441,7 +445,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	}
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, turned: map[string]bool{}, writtenBy: map[string]string{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, turned: map[string]int{}, writtenBy: map[string]string{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -732,7 +736,7 @@ func (m *model) turnedReady(p *mpod, c *mctr) {
 	for _, s := range m.sets {
 		if _, ok := p.disrupted[s.set.Name]; !ok && p.writtenBy[c.name] == s.set.Name {
 			p.disrupted[s.set.Name] = time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0)) * time.Second
-			p.turned[s.set.Name] = true
+			p.turned[s.set.Name] = m.taken
 		}
 	}
 }
@@ -776,7 +780,7 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 			return false
 		}
 		if strings.HasPrefix(c.name, set+"-") && c.name != except &&
-			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c) && !p.turned[set]) {
+			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c) && !p.turnedFor(set)) {
 			return false
 		}
 	}
@@ -786,7 +790,7 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 	// A hand edit of the next slot ends it. A pod that turned ready before
 	// the kubelet acted is back once it serves again: the rollout took no
 	// slot for it, and the write it owes takes one.
-	if p.turned[set] {
+	if p.turnedFor(set) {
 		return true
 	}
 	state, _ := revision.Decode(p.pod.Annotations)
@@ -796,6 +800,13 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 		}
 	}
 	return true
+}
+
+// turnedFor reports whether p's disruption by set is one it turned ready
+// for (turned).
+func (p *mpod) turnedFor(set string) bool {
+	_, ok := p.turned[set]
+	return ok
 }
 
 // owes reports whether a write's resize of c was lost and c does not run
@@ -855,12 +866,12 @@ func (m *model) syncBudget(b *mbudget) {
 }
 
 func (m *model) snapshot() {
-	view := snap{pods: make([]*corev1.Pod, len(m.pods)), lost: maps.Clone(m.lost)}
+	m.taken++
+	view := snap{pods: make([]*corev1.Pod, len(m.pods)), lost: maps.Clone(m.lost), seq: m.taken}
 	for i, p := range m.pods {
 		view.pods[i] = p.pod.DeepCopy()
 	}
 	m.history = append(m.history, view)
-	m.taken++
 	if len(m.history) > 3 {
 		m.history = m.history[1:]
 	}
@@ -972,7 +983,7 @@ func (m *model) reconcile(s *mset, lag int) {
 
 	var landed []rollout.PodUpdate
 	for _, u := range plan.Updates {
-		if m.write(s, byName[u.Pod.Name], viewed.lost, u) {
+		if m.write(s, byName[u.Pod.Name], viewed.lost, viewed.seq, u) {
 			landed = append(landed, u)
 		}
 	}
@@ -1008,8 +1019,9 @@ func (m *model) reconcile(s *mset, lag int) {
 // write applies one PodUpdate to the live pod, if it has not changed since
 // the view (optimistic lock), and keeps the ground truth. lost are the
 // nodes the view shows not Ready: no kubelet acts on a change of a pod on
-// one of them, and once back it acts on every one at once.
-func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollout.PodUpdate) bool {
+// one of them, and once back it acts on every one at once. seen is the
+// view's snap.seq.
+func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, seen int, u rollout.PodUpdate) bool {
 	var p *mpod
 	for _, mp := range m.pods {
 		if mp.pod.Name == u.Pod.Name {
@@ -1091,7 +1103,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	m.writes[s.set.Name][pod.Name] = pod.DeepCopy()
 
 	if _, held := p.disrupted[s.set.Name]; restartsRunning && podReady(pod) && !held {
-		m.checkRoom(s, p)
+		m.checkRoom(s, p, seen)
 	}
 	if restartsRunning && podReady(pod) {
 		healthy := len(p.disrupted) == 0
@@ -1111,10 +1123,14 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 
 // checkRoom asserts, before a write of s disrupts p anew, that fewer than
 // maxUnavailable pods are disrupted by s, those that turned ready before
-// the kubelet acted on a write of s included: they block further writes.
-func (m *model) checkRoom(s *mset, written *mpod) {
+// the kubelet acted on a write of s included: they block further writes,
+// once the view the write was planned on, of snap.seq seen, can show it.
+func (m *model) checkRoom(s *mset, written *mpod, seen int) {
 	var disrupted []string
 	for _, p := range m.pods {
+		if turned, ok := p.turned[s.set.Name]; ok && turned >= seen {
+			continue
+		}
 		if _, ok := p.disrupted[s.set.Name]; ok && p != written {
 			disrupted = append(disrupted, p.pod.Name)
 		}
@@ -1138,7 +1154,7 @@ func (m *model) check() {
 	for _, s := range m.sets {
 		var disrupted []string
 		for _, p := range m.pods {
-			if _, ok := p.disrupted[s.set.Name]; ok && !p.turned[s.set.Name] {
+			if _, ok := p.disrupted[s.set.Name]; ok && !p.turnedFor(s.set.Name) {
 				disrupted = append(disrupted, p.pod.Name)
 				m.checkNotReleased(s, p)
 			}
