@@ -736,7 +736,10 @@ func TestTurnedReadyUnseen(t *testing.T) {
 		{"not Ready since before the write, acted on", false, at(-60), true, 7, false},
 		{"Ready since, restarted: not Ready again", false, at(6), true, 7, true},
 		{"Ready since, restarted without a probe: still Ready", true, at(5), true, 7, true},
-		{"Ready in the write's second, restarted", false, at(0), true, 7, true},
+		{"Ready since the write's second, restarted without a probe", true, at(0), true, 7, true},
+		// Most likely before the write: an app that crash-loops since
+		// would hold a slot for ever.
+		{"not Ready since the write's second", false, at(0), true, 7, false},
 		{"Ready since, restarted, back for minReadySeconds", true, at(5), true, 15, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,16 +69,24 @@ var holdChain = []hold{
 
 // tally is what one plan may still spend: the room maxUnavailable leaves,
 // and each budget's spent disruptions, counting the plan's own (spend).
+// slotless counts the pods counted in no slot the rollout took
+// (Pod.slotless).
 type tally struct {
-	scope   Scope
-	room    int
-	budgets map[types.NamespacedName][]Budget
-	spent   map[string]int32
+	scope    Scope
+	room     int
+	slotless int
+	budgets  map[types.NamespacedName][]Budget
+	spent    map[string]int32
 }
 
-// newTally starts a plan's tally from scope and budgets.
-func newTally(scope Scope, budgets map[types.NamespacedName][]Budget) *tally {
+// newTally starts a plan's tally from scope, pods and budgets.
+func newTally(scope Scope, pods []Pod, budgets map[types.NamespacedName][]Budget) *tally {
 	t := &tally{scope: scope, room: scope.MaxUnavailable - scope.Unavailable, budgets: budgets, spent: map[string]int32{}}
+	for _, p := range pods {
+		if p.slotless() {
+			t.slotless++
+		}
+	}
 	for _, bs := range budgets {
 		for _, b := range bs {
 			t.spent[b.Name] = b.Spent
@@ -189,12 +197,14 @@ func holdOtherRollout(j job, _ *tally) (HoldReason, string, bool) {
 		strings.Join(p.DisruptedBy, ", ")), true
 }
 
-// holdMaxUnavailable: a write that restarts a sidecar of a Ready pod finds
-// maxUnavailable spent; a pod that counts already takes its own place. A
-// write owed within the pod's slot is asked too: pods counted over
-// maxUnavailable, that turned ready with a write to come, hold it back.
+// holdMaxUnavailable: a write that disrupts the pod finds maxUnavailable
+// spent; a pod that counts already takes its own place. A write owed within
+// the pod's slot, into a Ready pod, waits only while pods counted in no
+// slot (slotless) keep the count over maxUnavailable: they serve again, or
+// fail and stall the rollout, while pods in slots wait on nothing else.
 func holdMaxUnavailable(j job, t *tally) (HoldReason, string, bool) {
-	if !j.pod.PodReady || !j.u.restartsRunning(j.pod) || t.room+int(j.own()) > 0 {
+	owed := !j.u.Disrupts && t.slotless > 0 && j.pod.PodReady && j.u.restartsRunning(j.pod)
+	if !j.u.Disrupts && !owed || t.room+int(j.own()) > 0 {
 		return "", "", false
 	}
 	msg := fmt.Sprintf("maxUnavailable %d reached: %s updating or updated but not ready",

@@ -67,8 +67,11 @@ func TestHoldChain(t *testing.T) {
 			tally{room: 1, budgets: map[types.NamespacedName][]Budget{{}: {{Name: "ns/b"}}}}, HeldByDisruptionBudget},
 		{"no room, but the pod counts already", job{pod: owed, u: restart}, tally{}, ""},
 		{"a handoff within the pod's slot, no room", job{pod: owed, u: handoff}, tally{}, ""},
-		{"a handoff within the pod's slot, pods counted over maxUnavailable", job{pod: owed, u: handoff}, tally{room: -1},
-			HeldByMaxUnavailable},
+		{"a handoff within the pod's slot, pods counted in no slot over maxUnavailable", job{pod: owed, u: handoff},
+			tally{room: -1, slotless: 1}, HeldByMaxUnavailable},
+		// maxUnavailable lowered under the pods in slots: held, each
+		// would wait for the others' handoffs for ever.
+		{"a handoff within the pod's slot, pods in slots over maxUnavailable", job{pod: owed, u: handoff}, tally{room: -2}, ""},
 	} {
 		if got, _, _ := tc.t.holds(tc.j); got != tc.want {
 			t.Errorf("%s: held %q, want %q", tc.name, got, tc.want)

@@ -214,7 +214,7 @@ func Next(in Input) (Plan, error) {
 		jobs, held = owedOnly(jobs, reason, msg)
 		plan.Held = append(plan.Held, held...)
 	}
-	t := newTally(scope, in.Budgets)
+	t := newTally(scope, pods, in.Budgets)
 	for _, j := range jobs {
 		j.u = writeFor(j.pod, j.action, in.Latest)
 		if reason, msg, ok := t.holds(j); ok {
@@ -348,12 +348,15 @@ func idle(pods []Pod, jobs []job, scope Scope, latest Latest, selected func(Pod)
 }
 
 // owedOnly keeps a stopped rollout's handoffs, and the resizes owed within
-// a slot (Pod.holdsSlot), and holds the rest with reason: held, they would
-// leave the pod down, its write halfway.
+// a slot (Pod.holdsSlot), due for an update or not, and holds the rest with
+// reason: held, they would leave the pod down, its write halfway.
 func owedOnly(jobs []job, reason HoldReason, msg string) ([]job, []Held) {
 	var kept []job
 	var held []Held
 	for _, j := range jobs {
+		if len(j.pod.ResizeOwed) > 0 && j.pod.holdsSlot() && len(j.pod.HandoffOwed) == 0 {
+			j.action = ActionResize
+		}
 		if j.action == ActionHandoff || j.action == ActionResize && j.pod.holdsSlot() || j.action == ActionUpdate && len(j.pod.HandoffOwed) > 0 {
 			kept = append(kept, j)
 			continue
@@ -571,6 +574,12 @@ func (u PodUpdate) writesSpec() bool {
 func hasWork(pods []Pod, s v1alpha1.UpdateStrategy, selected func(Pod) bool) bool {
 	return s.Type != v1alpha1.NotUpdateStrategy &&
 		slices.ContainsFunc(pods, func(p Pod) bool { return !p.Updated && p.Upgradable && selected(p) })
+}
+
+// slotless reports whether p counts against maxUnavailable in no slot the
+// rollout took: it turned ready with a write to come (Write.TurnedReady).
+func (p Pod) slotless() bool {
+	return p.Disrupting && p.Record.Write != nil && p.Record.Write.TurnedReady
 }
 
 // holdsSlot reports whether a slot the rollout took for p's write still

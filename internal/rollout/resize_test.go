@@ -285,6 +285,32 @@ func TestResizeAfterLostResize(t *testing.T) {
 	}
 }
 
+// TestPausedResizeOwedByADuePod: a pod owing its write's resize is due for
+// a newer revision when the rollout is paused (by hand, or by itself on a
+// stall). The update waits; the resize goes within the pod's slot, which
+// it would otherwise keep for the whole pause.
+func TestPausedResizeOwedByADuePod(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	v3 := sizedSet("exporter:v3", resources(nil, cpuMem("500m", "128Mi")))
+	pod := guaranteedPod("p01", v1)
+	latest := resizableLatest(v2, v1)
+	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	applyUpdate(pod, first.Updates[0])
+	swap(pod)
+	kubeletResizes(pod)
+
+	latest = resizableLatest(v3, v1, v2)
+	p := Classify(pod, record(pod), latest)
+	if !p.Disrupting || len(p.ResizeOwed) == 0 || p.Updated {
+		t.Fatalf("%+v: want it counted, owing its resize, due for v3", p)
+	}
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}, Strategy: v1alpha1.UpdateStrategy{Paused: true}})
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionResize || len(plan.Updates[0].Containers) != 0 || plan.Updates[0].Disrupts {
+		t.Errorf("paused: updates %+v, want the resize alone, within the pod's slot", plan.Updates)
+	}
+}
+
 // TestUpdateOverLostResize: a new image written over a write whose image
 // the kubelet ran but whose resize was lost records the container running
 // now as the one to see replaced, so the pod counts as disrupted until the
