@@ -190,31 +190,26 @@ func TestModelHotKept(t *testing.T) {
 		v1, v2 := keptHotSet("proxy:v1", 1), keptHotSet("proxy:v2", 1)
 		v2.Spec.UpdateStrategy.MinReadySeconds = ptr.To[int32](0)
 		p01, p02 := keptHotPod("p01", v1), keptHotPod("p02", v1)
-		for i, pod := range []*corev1.Pod{p01, p02} {
-			n := 10 * i
-			report(pod, false, running("app", n+1, "mysql:8", false), running("proxy-1", n+2, "proxy:v1", true),
-				running("proxy-2", n+3, "empty:v1", true))
+		// Both pods report ready or not, proxy-2 running image as container n.
+		both := func(ready bool, n int, image string) {
+			for i, pod := range []*corev1.Pod{p01, p02} {
+				report(pod, ready, running("app", 10*i+1, "mysql:8", ready), running("proxy-1", 10*i+2, "proxy:v1", true),
+					running("proxy-2", 10*i+n, image, true))
+			}
 		}
+		both(false, 3, "empty:v1")
 		plan := keptNext(t, v2, p01, p02)
 		if got := actions(plan); !slices.Equal(got, []string{"p01 Update", "p02 Update"}) {
 			t.Fatalf("plan %v, want both pods updated for free", got)
 		}
 		p01, p02 = keptApply(t, p01, v2, plan.Updates[0]), keptApply(t, p02, v2, plan.Updates[1])
-		for i, pod := range []*corev1.Pod{p01, p02} {
-			n := 10 * i
-			report(pod, true, running("app", n+1, "mysql:8", true), running("proxy-1", n+2, "proxy:v1", true),
-				running("proxy-2", n+3, "empty:v1", true))
-		}
+		both(true, 3, "empty:v1")
 		plan = keptNext(t, v2, p01, p02)
 		if got := actions(plan); !slices.Equal(got, []string{"p01 RecordDisruption", "p02 RecordDisruption"}) {
 			t.Fatalf("plan %v, want both pods' disruptions recorded", got)
 		}
 		p01, p02 = keptApply(t, p01, v2, plan.Updates[0]), keptApply(t, p02, v2, plan.Updates[1])
-		for i, pod := range []*corev1.Pod{p01, p02} {
-			n := 10 * i
-			report(pod, true, running("app", n+1, "mysql:8", true), running("proxy-1", n+2, "proxy:v1", true),
-				running("proxy-2", n+4, "proxy:v2", true))
-		}
+		both(true, 4, "proxy:v2")
 		plan = keptNext(t, v2, p01, p02)
 		if got := actions(plan); !slices.Equal(got, []string{"p01 Handoff"}) {
 			t.Errorf("plan %v (held %+v), want p01 handed off, and p02 after it", got, plan.Held)

@@ -240,19 +240,30 @@ func TestResizeUpdate(t *testing.T) {
 	}
 }
 
+// resizeLost returns p01, written v2 over v1 (the exporter's image, and a
+// resize from 250m/64Mi to 500m/128Mi whose call was lost), the kubelet
+// running v2 since; with v1, v2, v3 (v2's resources, a new image) and the
+// write.
+func resizeLost() (pod *corev1.Pod, v1, v2, v3 *v1alpha1.SidecarSet, first PodUpdate) {
+	v1 = sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 = sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	v3 = sizedSet("exporter:v3", resources(nil, cpuMem("500m", "128Mi")))
+	pod = guaranteedPod("p01", v1)
+	latest := resizableLatest(v2, v1)
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	applyUpdate(pod, plan.Updates[0])
+	swap(pod)
+	return pod, v1, v2, v3, plan.Updates[0]
+}
+
 // TestResizeAfterLostResize: the images and record landed, the resize
 // after them did not. The write is not done while the pod's spec lacks the
 // resources: the pod keeps its slot and its budget unit, ready or not, and
 // the next plan writes the resize alone within them, paused or not. A set
 // deleted meanwhile never writes it: the pod then spends no budget.
 func TestResizeAfterLostResize(t *testing.T) {
-	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
-	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	pod, v1, v2, _, first := resizeLost()
 	latest := resizableLatest(v2, v1)
-	pod := guaranteedPod("p01", v1)
-	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-	applyUpdate(pod, first.Updates[0])
-	swap(pod)
 	kubeletResizes(pod)
 
 	p := Classify(pod, record(pod), latest)
@@ -272,7 +283,7 @@ func TestResizeAfterLostResize(t *testing.T) {
 			t.Fatalf("%+v: Updates = %+v, want one", s, plan.Updates)
 		}
 		u := plan.Updates[0]
-		if u.Action != ActionResize || len(u.Containers) != 0 || !cmp.Equal(u.Resize, first.Updates[0].Resize) || u.Disrupts || u.WithRecord {
+		if u.Action != ActionResize || len(u.Containers) != 0 || !cmp.Equal(u.Resize, first.Resize) || u.Disrupts || u.WithRecord {
 			t.Errorf("%+v: update = %+v, want the resize alone, within the pod's slot", s, u)
 		}
 	}
@@ -290,17 +301,9 @@ func TestResizeAfterLostResize(t *testing.T) {
 // stall). The update waits; the resize goes within the pod's slot, which
 // it would otherwise keep for the whole pause.
 func TestPausedResizeOwedByADuePod(t *testing.T) {
-	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
-	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
-	v3 := sizedSet("exporter:v3", resources(nil, cpuMem("500m", "128Mi")))
-	pod := guaranteedPod("p01", v1)
-	latest := resizableLatest(v2, v1)
-	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-	applyUpdate(pod, first.Updates[0])
-	swap(pod)
+	pod, v1, v2, v3, _ := resizeLost()
 	kubeletResizes(pod)
-
-	latest = resizableLatest(v3, v1, v2)
+	latest := resizableLatest(v3, v1, v2)
 	p := Classify(pod, record(pod), latest)
 	if !p.Disrupting || len(p.ResizeOwed) == 0 || p.Updated {
 		t.Fatalf("%+v: want it counted, owing its resize, due for v3", p)
@@ -319,18 +322,11 @@ func TestPausedResizeOwedByADuePod(t *testing.T) {
 // new write look done at once, and a second pod went while this one
 // restarted.)
 func TestUpdateOverLostResize(t *testing.T) {
-	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
-	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
-	v3 := sizedSet("exporter:v3", resources(nil, cpuMem("500m", "128Mi")))
-	pod := guaranteedPod("p01", v1)
-	latest := resizableLatest(v2, v1)
-	first, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-	applyUpdate(pod, first.Updates[0])
-	swap(pod)
+	pod, v1, v2, v3, _ := resizeLost()
 	pod.Status.ObservedGeneration = 0
 	ran := containerStatus(pod, "exporter", false).ContainerID
 
-	latest = resizableLatest(v3, v1, v2)
+	latest := resizableLatest(v3, v1, v2)
 	p := Classify(pod, record(pod), latest)
 	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}})
 	if len(plan.Updates) != 1 || len(plan.Updates[0].Containers) != 1 {
