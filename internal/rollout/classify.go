@@ -216,45 +216,8 @@ func Classify(pod *corev1.Pod, rec revision.SetState, latest Latest) Pod {
 		}
 	}
 	p.Available = p.Ready && p.ReleaseAt.IsZero()
-	if turnedReady(pod, rec.Write) {
-		t := *rec.Write
-		t.WasReady, t.TurnedReady = true, true
-		p.Record.Write = &t
-	}
 	p.judgeDisruption(w)
 	return p
-}
-
-// turnedReady reports whether pod, not Ready when w was written, turned
-// Ready since, and the kubelet may have acted on w then, a restart no view
-// need have caught (ActionRecordDisruption records what one did). Such a
-// pod counts as written while Ready, in no slot the rollout took, until
-// back. The Ready condition's time is the node's, in whole seconds. Ready
-// since a time not before the write's second: it turned Ready about the
-// write, if not before it, unseen. Not Ready since a second after the
-// write's: it was Ready after the write. A pod that went not Ready in the
-// write's second went so before it, most likely, and costs nothing.
-// Worked cases, written at 12:00:00.8:
-//
-//	Ready since 12:00:00       → true (counted until Ready for minReadySeconds)
-//	not Ready since 12:00:00   → false
-//	not Ready since 12:00:01   → true
-//	not Ready since 11:59:00   → false
-func turnedReady(pod *corev1.Pod, w *revision.Write) bool {
-	if w == nil || w.WasReady || w.At == nil {
-		return false
-	}
-	second := w.At.Truncate(time.Second)
-	for _, c := range pod.Status.Conditions {
-		if c.Type != corev1.PodReady || c.LastTransitionTime.IsZero() {
-			continue
-		}
-		if c.Status == corev1.ConditionTrue {
-			return !c.LastTransitionTime.Before(&metav1.Time{Time: second})
-		}
-		return c.LastTransitionTime.After(second)
-	}
-	return false
 }
 
 // progress is how far the last write into a pod's running sidecars got.

@@ -55,10 +55,8 @@ import (
 //     ready again, every written image running, for minReadySeconds, and
 //     the write owes nothing more (a hot upgrade's handoff, a resize whose
 //     call was lost);
-//   - a pod written while not ready that turned ready before the kubelet
-//     restarted its sidecar is disrupted from that restart, until it serves
-//     again, and blocks further writes: no write restarts a sidecar of a
-//     ready pod while its set disrupts maxUnavailable pods, these included;
+//   - no write restarts a sidecar of a ready pod while its set disrupts
+//     maxUnavailable pods;
 //   - no write leaves a budget with more pods unhealthy than it allows,
 //     unless pods that were never ready already make it so;
 //   - a reconcile moves no more pods to the latest revision than the
@@ -218,8 +216,6 @@ type model struct {
 type snap struct {
 	pods []*corev1.Pod
 	lost map[string]bool
-	// seq counts the snapshots taken up to this one.
-	seq int
 }
 
 type mset struct {
@@ -278,14 +274,10 @@ type mpod struct {
 	// until it has been ready that long with every written image running
 	// (the contract's release, judged from what the kubelet did).
 	disrupted map[string]time.Duration
-	// turned names the sets of disrupted whose write found the pod not
-	// ready: it turned ready before the kubelet acted on it. It maps each
-	// to the number of snapshots taken before that restart: a view taken
-	// after it can show it.
-	turned map[string]int
-	// writtenBy names, by container, the set whose write of its image the
-	// kubelet has not acted on yet.
-	writtenBy map[string]string
+	// renewed names the sets of disrupted whose last write found the pod
+	// not ready: it lost nothing by that write, and is back once it serves
+	// again; what that write owes (a handoff) disrupts it anew.
+	renewed map[string]bool
 	// owedMemory is the memory a set's write asked of a sidecar, by name,
 	// whose resize was lost: the write is not done until it runs that.
 	owedMemory map[string]string
@@ -445,7 +437,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	}
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, turned: map[string]int{}, writtenBy: map[string]string{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, renewed: map[string]bool{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -698,9 +690,7 @@ func (m *model) act(p *mpod) {
 			}
 			if c.instance > 0 {
 				c.last, c.lastImage = c.instance, c.image
-				m.turnedReady(p, c)
 			}
-			delete(p.writtenBy, c.name)
 			c.image = want
 			if pullFails(want) {
 				c.waiting, c.instance = true, 0
@@ -722,23 +712,7 @@ func (m *model) act(p *mpod) {
 // end ends p's disruption by set.
 func (m *model) end(p *mpod, set string) {
 	delete(p.disrupted, set)
-	delete(p.turned, set)
-}
-
-// turnedReady charges the restart of c, running in p, to the set whose
-// write of it the kubelet acts on, when p is ready and no write of the set
-// charged it: the write found p not ready, and p turned ready before the
-// kubelet acted.
-func (m *model) turnedReady(p *mpod, c *mctr) {
-	if !podReady(p.pod) {
-		return
-	}
-	for _, s := range m.sets {
-		if _, ok := p.disrupted[s.set.Name]; !ok && p.writtenBy[c.name] == s.set.Name {
-			p.disrupted[s.set.Name] = time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0)) * time.Second
-			p.turned[s.set.Name] = m.taken
-		}
-	}
+	delete(p.renewed, set)
 }
 
 // release ends the disruptions of p that time alone ends: p is ready with
@@ -780,17 +754,16 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 			return false
 		}
 		if strings.HasPrefix(c.name, set+"-") && c.name != except &&
-			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c) && !p.turnedFor(set)) {
+			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c) && !p.renewed[set]) {
 			return false
 		}
 	}
 	// A hot upgrade's write is not done until its handoff is, nor a write
 	// whose resize was lost until that resize is: the pod disrupted by it
 	// stays so, serving between the two or not, as the contract counts it.
-	// A hand edit of the next slot ends it. A pod that turned ready before
-	// the kubelet acted is back once it serves again: the rollout took no
-	// slot for it, and the write it owes takes one.
-	if p.turnedFor(set) {
+	// A hand edit of the next slot ends it. A pod written anew while not
+	// ready is back once it serves again (renewed).
+	if p.renewed[set] {
 		return true
 	}
 	state, _ := revision.Decode(p.pod.Annotations)
@@ -800,13 +773,6 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 		}
 	}
 	return true
-}
-
-// turnedFor reports whether p's disruption by set is one it turned ready
-// for (turned).
-func (p *mpod) turnedFor(set string) bool {
-	_, ok := p.turned[set]
-	return ok
 }
 
 // owes reports whether a write's resize of c was lost and c does not run
@@ -866,12 +832,12 @@ func (m *model) syncBudget(b *mbudget) {
 }
 
 func (m *model) snapshot() {
-	m.taken++
-	view := snap{pods: make([]*corev1.Pod, len(m.pods)), lost: maps.Clone(m.lost), seq: m.taken}
+	view := snap{pods: make([]*corev1.Pod, len(m.pods)), lost: maps.Clone(m.lost)}
 	for i, p := range m.pods {
 		view.pods[i] = p.pod.DeepCopy()
 	}
 	m.history = append(m.history, view)
+	m.taken++
 	if len(m.history) > 3 {
 		m.history = m.history[1:]
 	}
@@ -983,7 +949,7 @@ func (m *model) reconcile(s *mset, lag int) {
 
 	var landed []rollout.PodUpdate
 	for _, u := range plan.Updates {
-		if m.write(s, byName[u.Pod.Name], viewed.lost, viewed.seq, u) {
+		if m.write(s, byName[u.Pod.Name], viewed.lost, u) {
 			landed = append(landed, u)
 		}
 	}
@@ -1019,9 +985,8 @@ func (m *model) reconcile(s *mset, lag int) {
 // write applies one PodUpdate to the live pod, if it has not changed since
 // the view (optimistic lock), and keeps the ground truth. lost are the
 // nodes the view shows not Ready: no kubelet acts on a change of a pod on
-// one of them, and once back it acts on every one at once. seen is the
-// view's snap.seq.
-func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, seen int, u rollout.PodUpdate) bool {
+// one of them, and once back it acts on every one at once.
+func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollout.PodUpdate) bool {
 	var p *mpod
 	for _, mp := range m.pods {
 		if mp.pod.Name == u.Pod.Name {
@@ -1076,7 +1041,6 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, seen in
 			if c.Name == "app" {
 				m.t.Fatalf("%s wrote the app container of %s", s.set.Name, p.pod.Name)
 			}
-			p.writtenBy[c.Name] = s.set.Name
 			changed = true
 			restartsRunning = restartsRunning || c.RestartPolicy != nil || !slices.ContainsFunc(written.Spec.InitContainers,
 				func(ic corev1.Container) bool { return ic.Name == c.Name })
@@ -1084,6 +1048,12 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, seen in
 	}
 	if changed {
 		written.Generation++
+		if _, held := p.disrupted[s.set.Name]; held && !podReady(p.pod) {
+			// Written anew while not ready, the pod loses nothing by it: it
+			// is back once it serves again, and what this write owes (a
+			// handoff) disrupts it anew.
+			p.renewed[s.set.Name] = true
+		}
 	}
 	if (changed || resized) && lost[written.Spec.NodeName] {
 		m.t.Fatalf("%s wrote %s of %s, on a node not Ready:\n%s", s.set.Name, u.Action, p.pod.Name, m.describe(p))
@@ -1103,7 +1073,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, seen in
 	m.writes[s.set.Name][pod.Name] = pod.DeepCopy()
 
 	if _, held := p.disrupted[s.set.Name]; restartsRunning && podReady(pod) && !held {
-		m.checkRoom(s, p, seen)
+		m.checkRoom(s, p)
 	}
 	if restartsRunning && podReady(pod) {
 		healthy := len(p.disrupted) == 0
@@ -1122,15 +1092,10 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, seen in
 }
 
 // checkRoom asserts, before a write of s disrupts p anew, that fewer than
-// maxUnavailable pods are disrupted by s, those that turned ready before
-// the kubelet acted on a write of s included: they block further writes,
-// once the view the write was planned on, of snap.seq seen, can show it.
-func (m *model) checkRoom(s *mset, written *mpod, seen int) {
+// maxUnavailable pods are disrupted by s.
+func (m *model) checkRoom(s *mset, written *mpod) {
 	var disrupted []string
 	for _, p := range m.pods {
-		if turned, ok := p.turned[s.set.Name]; ok && turned >= seen {
-			continue
-		}
 		if _, ok := p.disrupted[s.set.Name]; ok && p != written {
 			disrupted = append(disrupted, p.pod.Name)
 		}
@@ -1154,7 +1119,7 @@ func (m *model) check() {
 	for _, s := range m.sets {
 		var disrupted []string
 		for _, p := range m.pods {
-			if _, ok := p.disrupted[s.set.Name]; ok && !p.turnedFor(s.set.Name) {
+			if _, ok := p.disrupted[s.set.Name]; ok {
 				disrupted = append(disrupted, p.pod.Name)
 				m.checkNotReleased(s, p)
 			}
@@ -1504,7 +1469,6 @@ func (m *model) editByHand(p *mpod) {
 		for i := range cs {
 			if cs[i].Name == name && cs[i].Image != image {
 				cs[i].Image = image
-				delete(p.writtenBy, name)
 				p.pod.Generation++
 				m.bump(p.pod)
 			}

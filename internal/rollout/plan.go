@@ -399,8 +399,12 @@ func writeFor(p Pod, action Action, latest Latest) PodUpdate {
 	if u.writesSpec() && u.State.Write != nil {
 		wr := *u.State.Write
 		wr.MinReadySeconds = latest.MinReadySeconds
-		// A write that takes a slot counts in it from now on.
-		wr.TurnedReady = wr.TurnedReady && !u.Disrupts
+		// A write that takes a slot counts in it from now on. A new write
+		// into a pod not Ready, counted for an earlier one, took none: the
+		// pod may have been back in between and failed on its own, so what
+		// the new write owes takes a slot.
+		renewed := (u.Action == ActionUpdate || u.Action == ActionRevertDrift) && wr.WasReady && !p.PodReady
+		wr.TurnedReady = (wr.TurnedReady || renewed) && !u.Disrupts
 		u.State.Write = &wr
 	}
 	if u.writesSpec() {

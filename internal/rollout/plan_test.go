@@ -1182,14 +1182,19 @@ func TestRestartOfACountedPod(t *testing.T) {
 		}
 		return plan
 	}
-	t.Run("written while down, it keeps its count", func(t *testing.T) {
+	t.Run("written while down, it keeps its count, in no slot", func(t *testing.T) {
+		// It may have been back in between and failed on its own: what
+		// the new write owes (a handoff) disrupts it anew, and takes a
+		// slot (found by TestModel, -rapid.seed=23975400: the handoff
+		// went within a slot the pod no longer held in the world, beside
+		// the one pod a budget allowed).
 		plan := next(t, fleet(2, each([]opt{disrupted, notReady}, "p01")), "1")
 		u, ok := update(t, plan, "p01")
 		if !ok {
 			t.Fatalf("p01 not updated: %+v", plan)
 		}
-		if w := u.State.Write; w == nil || !w.WasReady || u.Disrupts {
-			t.Errorf("p01's write %+v (disrupts %v), want it counted in its slot", w, u.Disrupts)
+		if w := u.State.Write; w == nil || !w.WasReady || !w.TurnedReady || u.Disrupts {
+			t.Errorf("p01's write %+v (disrupts %v), want it counted, in no slot", w, u.Disrupts)
 		}
 	})
 	t.Run("ready again and counted alone, a restart takes its own place", func(t *testing.T) {
