@@ -303,11 +303,11 @@ type Write struct {
 	// maxUnavailable and PodDisruptionBudgets; a pod that was not ready
 	// loses nothing by it.
 	WasReady bool `json:"wasReady,omitempty"`
-	// TurnedReady: WasReady was set after the write, when the pod, not
-	// ready when written, turned ready with the write still to come
-	// (rollout.ActionRecordDisruption): the rollout counts it, but took no
-	// slot for it, so a write it still owes (a hot upgrade's handoff, a
-	// resize) takes one.
+	// TurnedReady: the rollout counts the pod but took no slot for this
+	// write, so a write it still owes (a hot upgrade's handoff, a resize)
+	// takes one. Set when the pod, not ready when written, turned ready
+	// with the write still to come (rollout.ActionRecordDisruption), or
+	// when the write found the pod not ready, counted for an earlier one.
 	TurnedReady bool `json:"turnedReady,omitempty"`
 	// Generation is the pod's metadata.generation the write produced. The
 	// kubelet reports the generation it has seen in status.observedGeneration;
