@@ -294,8 +294,10 @@ func (p Pod) containerOf(pod *corev1.Pod, rc revision.ContainerState) (c Contain
 		// Someone else's change: done is that the kubelet acted on the
 		// spec, which a status from before the edit cannot tell. A kubelet
 		// reporting no generation is taken at its status: nothing else tells.
+		// A resize the write made stays the write's to wait for.
 		observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
-		c.Complete = c.Running && !c.Unacted && observed
+		resized := !rc.Resized || ResizeComplete(pod, spec, st, nil)
+		c.Complete = c.Running && !c.Unacted && observed && resized
 		// The edit is the kubelet's next act, not a resize owed.
 		c.ResizeOwed = c.ResizeOwed && c.Complete
 	}

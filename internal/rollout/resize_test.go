@@ -296,6 +296,33 @@ func TestResizeAfterLostResize(t *testing.T) {
 	}
 }
 
+// TestHandEditOverAResize: a write changes exporter's image and resizes
+// it; before the kubelet acts (it reports no generation), someone sets the
+// image back by hand. The image is now someone else's, but the resize the
+// spec holds is still the write's: the pod is not back, and counts, until
+// the status shows the new resources.
+func TestHandEditOverAResize(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	pod := guaranteedPod("p01", v1)
+	latest := resizableLatest(v2, v1)
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	applyUpdate(pod, plan.Updates[0])
+	*pod = *Resize(pod, plan.Updates[0])
+	pod.Generation++
+	pod.Status.ObservedGeneration = 0
+	pod.Spec.Containers[1].Image = "exporter:v1"
+
+	if p := Classify(pod, record(pod), latest); p.Back || p.Ready || !p.Disrupting {
+		t.Errorf("%+v: back before the kubelet resized it", p)
+	}
+	kubeletResizes(pod)
+	pod.Status.ObservedGeneration = 0
+	if p := Classify(pod, record(pod), latest); !p.Back || !p.Ready || p.Disrupting {
+		t.Errorf("%+v: not back once resized", p)
+	}
+}
+
 // TestPausedResizeOwedByADuePod: a pod owing its write's resize is due for
 // a newer revision when the rollout is paused (by hand, or by itself on a
 // stall). The update waits; the resize goes within the pod's slot, which
