@@ -126,6 +126,9 @@ var modelKept = []struct {
 	{21623284, "the model's kubelet reported a ready container's exit only at the pod's next sync, ten steps later: the " +
 		"planner released a pod its status showed ready for 30 s while the model knew its sidecar had exited " +
 		"(s0's record of p01 says its write released, which the world says has it down)"},
+	{21018292, "the model took a write into a pod not ready as renewing it only when the write changed an image: a " +
+		"resize alone into p05, down for an earlier write, was lost, and the model held p05 down until the resize " +
+		"landed, though it had turned ready and served (s0 disrupts p01 with [p00 p05] down already, maxUnavailable 2)"},
 }
 
 // TestModelView: the model's cache lags and never goes back (view).
@@ -1048,12 +1051,12 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	}
 	if changed {
 		written.Generation++
-		if _, held := p.disrupted[s.set.Name]; held && !podReady(p.pod) {
-			// Written anew while not ready, the pod loses nothing by it: it
-			// is back once it serves again, and what this write owes (a
-			// handoff) disrupts it anew.
-			p.renewed[s.set.Name] = true
-		}
+	}
+	if _, held := p.disrupted[s.set.Name]; held && (changed || len(u.Resize) > 0) && !podReady(p.pod) {
+		// Written anew while not ready, the pod loses nothing by it: it is
+		// back once it serves again, and what this write owes (a handoff,
+		// a lost resize) disrupts it anew.
+		p.renewed[s.set.Name] = true
 	}
 	if (changed || resized) && lost[written.Spec.NodeName] {
 		m.t.Fatalf("%s wrote %s of %s, on a node not Ready:\n%s", s.set.Name, u.Action, p.pod.Name, m.describe(p))
@@ -1077,6 +1080,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	}
 	if restartsRunning && podReady(pod) {
 		healthy := len(p.disrupted) == 0
+		delete(p.renewed, s.set.Name)
 		p.disrupted[s.set.Name] = time.Duration(ptr.Deref(s.set.Spec.UpdateStrategy.MinReadySeconds, 0)) * time.Second
 		if healthy {
 			m.checkBudgets(p)
