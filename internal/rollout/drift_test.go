@@ -167,8 +167,11 @@ func TestRecordStored(t *testing.T) {
 		// containers are the ones the update writes.
 		containers       []ContainerImage
 		exporter, native string
-		want             revision.SetState
-		rewrites         []Rewrite
+		// before is exporter's image before the write: exporter:v0 unless
+		// said.
+		before   string
+		want     revision.SetState
+		rewrites []Rewrite
 	}{
 		// The worked cases of RecordStored's doc comment.
 		{
@@ -187,7 +190,25 @@ func TestRecordStored(t *testing.T) {
 			want:     rec("mirror.example/exporter:v1", "fluent-bit:3.1"),
 			rewrites: []Rewrite{{Container: "exporter", Written: "exporter:v1", Stored: "mirror.example/exporter:v1"}},
 		},
-
+		{
+			// A new revision writes every image it declares; admission
+			// makes this one what the pod had: nothing replaces it.
+			name: "moved to the mirror image the pod had", containers: written[:1],
+			exporter: "mirror.example/exporter:v1", native: "fluent-bit:3.1", before: "mirror.example/exporter:v1",
+			want: revision.SetState{Revision: "s-1", Hash: "h", Containers: []revision.ContainerState{
+				{Name: "exporter", Image: "mirror.example/exporter:v1"},
+				{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
+			}},
+			rewrites: []Rewrite{{Container: "exporter", Written: "exporter:v1", Stored: "mirror.example/exporter:v1"}},
+		},
+		{
+			name: "pinned to the digest the pod had", containers: written[:1],
+			exporter: pinned, native: "fluent-bit:3.1", before: pinned,
+			want: revision.SetState{Revision: "s-1", Hash: "h", Containers: []revision.ContainerState{
+				{Name: "exporter", Image: "exporter:v1"},
+				{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
+			}},
+		},
 		{
 			name: "a native sidecar moved too", containers: written,
 			exporter: "exporter:v1", native: "mirror.example/fluent-bit:3.1",
@@ -207,7 +228,11 @@ func TestRecordStored(t *testing.T) {
 			pod.Spec.Containers[1].Image = tt.exporter
 			pod.Spec.InitContainers[0].Image = tt.native
 			u := PodUpdate{Pod: key("p01"), Action: ActionRevertDrift, Containers: tt.containers, State: rec("exporter:v1", "fluent-bit:3.1")}
-			got, rewrites := RecordStored(u, pod)
+			before := injectedPod("p01", testSet("exporter:v0"))
+			if tt.before != "" {
+				before.Spec.Containers[1].Image = tt.before
+			}
+			got, rewrites := RecordStored(u, setName, before, pod)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("record (-want +got):\n%s", diff)
 			}

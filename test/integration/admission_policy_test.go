@@ -26,7 +26,10 @@ import (
 // policies and registry mirrors do. The pods are not drifted: the webhook,
 // reinvoked after the policy, records the image the apiserver stores, and
 // driftPolicy Revert writes nothing back. Before, every pod was drifted from
-// birth, and Revert and the policy rewrote it for ever.
+// birth, and Revert and the policy rewrote it for ever. A new revision that
+// changes another sidecar writes exporter:v1 too, which the policy stores
+// as the image the pod has: exporter is not restarted, and the rollout
+// completes (it waited for exporter's restart until it stalled).
 func TestImageRewrittenByPolicy(t *testing.T) {
 	digest, err := cluster.Digest("exporter:v1")
 	if err != nil {
@@ -50,6 +53,8 @@ func TestImageRewrittenByPolicy(t *testing.T) {
 			f.imagePolicy(tt.rewrite, tt.want)
 			set := f.SidecarSet("exporter:v1", 0)
 			set.Spec.DriftPolicy = v1alpha1.DriftRevert
+			set.Spec.Containers = append(set.Spec.Containers, v1alpha1.SidecarContainer{
+				Container: corev1.Container{Name: "shipper", Image: "shipper:v1"}})
 			f.CreateSet(set)
 			f.waitInjecting("exporter")
 			f.CreatePods(pods, nil, nil)
@@ -82,6 +87,22 @@ func TestImageRewrittenByPolicy(t *testing.T) {
 				t.Errorf("%s events %v, want none", controller.ReasonDriftReverted, got)
 			}
 			f.AssertNothingRestarted()
+
+			f.UpdateSet(func(s *v1alpha1.SidecarSet) { s.Spec.Containers[1].Image = "shipper:v2" })
+			f.WaitStatus("complete on shipper:v2", func(s v1alpha1.SidecarSetStatus) bool {
+				return fixture.Condition(s, v1alpha1.ConditionComplete) == metav1.ConditionTrue &&
+					s.UpdatedPods == pods && s.UpdatedReadyPods == pods
+			})
+			for _, p := range f.Pods() {
+				if got := fixture.Image(&p, "exporter"); got != tt.want {
+					t.Errorf("pod %s exporter image %s after the update, want %s", p.Name, got, tt.want)
+				}
+			}
+			for pod, n := range fixture.Restarts(f.Pods(), "exporter") {
+				if n != 0 {
+					t.Errorf("pod %s: exporter restarted %d times by an update of shipper", pod, n)
+				}
+			}
 		})
 	}
 }
