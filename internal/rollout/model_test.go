@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,8 @@ import (
 // of: kubelet syncs that report the status before acting (as the real one
 // does), budget syncs that lag, reconciles on cache views up to two steps
 // stale (never older than the last one read, as an informer's cache) with
-// optimistic-lock writes, image changes (new tags, digest pins of the
+// optimistic-lock writes, an admission policy that moves sidecar images to
+// a mirror by tag (on create and update), image changes (new tags, digest pins of the
 // running tag, undo, images that never pull, never get ready, crash, or
 // fail after they were ready) of regular, native, ordinary init and
 // HotUpgrade sidecars of up to three overlapping SidecarSets, and of a
@@ -45,9 +47,11 @@ import (
 // partition steps, pauses and resumes, hand edits of a pod's sidecar image
 // with one set (reported or reverted by driftPolicy), changes of a running
 // sidecar's memory (resized in place, the resize after the record sometimes
-// lost), readiness probes that fail once, nodes whose kubelet goes silent,
+// lost), readiness probes that fail once, evictions through the eviction
+// API (the owner then creates a pod in its place), nodes whose kubelet goes silent,
 // is noticed (the node not Ready, its pods marked not Ready) and comes
-// back, and manager restarts that forget every write in flight. After
+// back, node clocks ahead of and behind the manager's, and manager
+// restarts that forget every write in flight. After
 // every step it checks:
 //
 //   - each set disrupts at most maxUnavailable ready pods at once: a write
@@ -57,8 +61,9 @@ import (
 //     call was lost);
 //   - no write restarts a sidecar of a ready pod while its set disrupts
 //     maxUnavailable pods;
-//   - no write leaves a budget with more pods unhealthy than it allows,
-//     unless pods that were never ready already make it so;
+//   - no write leaves a budget with more pods unhealthy than it allows
+//     (disrupted by a rollout, or put in place of an evicted pod and not
+//     yet ready), unless pods that were never ready already make it so;
 //   - a reconcile moves no more pods to the latest revision than the
 //     partition allows;
 //   - no app container restarts;
@@ -210,7 +215,12 @@ type model struct {
 	gone, lost map[string]bool
 	// writes keeps, per set, the pods it wrote, as written (the
 	// controller's memory; a restart forgets it).
-	writes   map[string]map[string]*corev1.Pod
+	writes map[string]map[string]*corev1.Pod
+	// skew is, per node, how far its clock is ahead of the manager's: the
+	// times its kubelet reports are off by it.
+	skew map[string]time.Duration
+	// mirror: an admission policy moves sidecar images to a mirror (admit).
+	mirror   bool
 	instance int
 	rv       int
 }
@@ -287,6 +297,9 @@ type mpod struct {
 	// readySince is when the pod's Ready condition last changed: when it
 	// turned ready, while it is.
 	readySince time.Time
+	// replaces: the pod was created in place of an evicted one and has not
+	// been ready yet; its budget counts it unhealthy.
+	replaces bool
 }
 
 type mbudget struct {
@@ -296,20 +309,47 @@ type mbudget struct {
 	allowed        int32
 }
 
+// content is the digest of what ref names; a mirror serves the same.
 func content(ref string) string {
 	if i := strings.LastIndex(ref, "@"); i >= 0 {
 		return ref[i+1:]
 	}
-	sum := sha256.Sum256([]byte(ref))
+	sum := sha256.Sum256([]byte(strings.TrimPrefix(ref, mirror)))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func imageIDOf(ref string) string {
-	repo := ref
-	if i := strings.IndexAny(ref, ":@"); i >= 0 {
-		repo = ref[:i]
+	registry, name := "docker.io/library/", ref
+	if strings.HasPrefix(ref, mirror) {
+		registry, name = mirror, strings.TrimPrefix(ref, mirror)
 	}
-	return "docker.io/library/" + repo + "@" + content(ref)
+	if i := strings.IndexAny(name, ":@"); i >= 0 {
+		name = name[:i]
+	}
+	return registry + name + "@" + content(ref)
+}
+
+// mirror is where the model's admission policy moves sidecar images.
+const mirror = "mirror.example/library/"
+
+// admit returns ref as the model's admission policy stores it, when there
+// is one: a sidecar image by tag moves to the mirror, by the same tag (as
+// Kyverno's replace-registry does, on create and on update).
+func (m *model) admit(ref string) string {
+	sidecar := len(ref) > 2 && ref[0] == 's' && '0' <= ref[1] && ref[1] <= '9' && ref[2] == '-'
+	if !m.mirror || !sidecar || strings.Contains(ref, "@") {
+		return ref
+	}
+	return mirror + ref
+}
+
+// admitAll runs the admission policy over every container of pod.
+func (m *model) admitAll(pod *corev1.Pod) {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			cs[i].Image = m.admit(cs[i].Image)
+		}
+	}
 }
 
 func pullFails(ref string) bool { return strings.Contains(ref, "pull-fails") }
@@ -321,7 +361,11 @@ var (
 
 func newModel(t *rapid.T) *model {
 	m := &model{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), writes: map[string]map[string]*corev1.Pod{},
-		gone: map[string]bool{}, lost: map[string]bool{}}
+		gone: map[string]bool{}, lost: map[string]bool{}, skew: map[string]time.Duration{}}
+	for _, n := range nodes {
+		m.skew[n] = rapid.SampledFrom([]time.Duration{-3 * time.Second, 0, 0, 2 * time.Second}).Draw(t, n+"-skew")
+	}
+	m.mirror = rapid.IntRange(0, 3).Draw(t, "mirror") == 0
 	nSets := rapid.IntRange(1, 3).Draw(t, "sets")
 	for i := range nSets {
 		name := fmt.Sprintf("s%d", i)
@@ -438,6 +482,9 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 		}
 		state[s.set.Name] = rec
 	}
+	// The webhook, invoked again after the policy, records what it made.
+	m.admitAll(pod)
+	state, _ = rollout.RecordAdmitted(state, pod)
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
 	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, renewed: map[string]bool{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
@@ -591,7 +638,7 @@ func (m *model) publish(p *mpod) {
 			ready = false
 		case c.instance > 0:
 			cs.ContainerID, cs.ImageID = fmt.Sprintf("containerd://%d", c.instance), imageIDOf(c.image)
-			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.started)}
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: m.nodeTime(p, c.started)}
 			cs.Resources = &corev1.ResourceRequirements{}
 			if c.mem != "" {
 				r := memory(c.mem)
@@ -616,7 +663,8 @@ func (m *model) publish(p *mpod) {
 	if ready != podReady(pod) {
 		p.readySince = m.now
 	}
-	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: metav1.NewTime(p.readySince)}}
+	p.replaces = p.replaces && !ready
+	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: m.nodeTime(p, p.readySince)}}
 	pod.Status = st
 	m.bump(pod)
 	// What this status shows is what the controller judges by: a set whose
@@ -644,7 +692,7 @@ func (m *model) notReady(p *mpod, name string) {
 		p.readySince = m.now
 		for i := range p.pod.Status.Conditions {
 			if c := &p.pod.Status.Conditions[i]; c.Type == corev1.PodReady {
-				c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(m.now)
+				c.Status, c.LastTransitionTime = corev1.ConditionFalse, m.nodeTime(p, m.now)
 			}
 		}
 	}
@@ -729,8 +777,15 @@ func (m *model) release(p *mpod) {
 	}
 }
 
+// nodeTime is t as the kubelet of p's node reports it, by its clock.
+func (m *model) nodeTime(p *mpod, t time.Time) metav1.Time {
+	return metav1.NewTime(t.Add(m.skew[p.pod.Spec.NodeName]))
+}
+
 // readyFor reports whether p has been ready for d, counted from its turn to
-// ready and the start of every running sidecar of set, by the node's clock.
+// ready and the start of every running sidecar of set. A node clock behind
+// the manager's shortens d by as much (as documented): the manager reads
+// those times by its own clock.
 func (m *model) readyFor(p *mpod, set string, d time.Duration) bool {
 	since := p.readySince
 	for _, c := range p.ctrs {
@@ -738,7 +793,7 @@ func (m *model) readyFor(p *mpod, set string, d time.Duration) bool {
 			since = c.started
 		}
 	}
-	return !m.now.Before(since.Add(d))
+	return !m.now.Before(since.Add(d + min(0, m.skew[p.pod.Spec.NodeName])))
 }
 
 // backFor reports whether the disruption set made to p is over: p is
@@ -958,7 +1013,7 @@ func (m *model) reconcile(s *mset, lag int) {
 	}
 	// The partition over the pods as they are; pods created since the
 	// view (on the latest revision already) the controller could not
-	// count.
+	// count, nor see those evicted since.
 	selected := 0
 	for _, p := range m.pods {
 		if state, _ := revision.Decode(p.pod.Annotations); selects(s.set, p.pod) && state[s.set.Name].Hash != "" {
@@ -970,7 +1025,17 @@ func (m *model) reconcile(s *mset, lag int) {
 		n, _ := intstr.GetScaledValueFromIntOrPercent(pt, selected, true)
 		partition = min(n, selected)
 	}
-	target, unseen := selected-partition, len(m.pods)-len(view)
+	target, unseen := selected-partition, 0
+	for _, p := range m.pods {
+		if !slices.ContainsFunc(view, func(v *corev1.Pod) bool { return v.Name == p.pod.Name }) {
+			unseen++
+		}
+	}
+	for _, v := range view {
+		if !slices.ContainsFunc(m.pods, func(p *mpod) bool { return p.pod.Name == v.Name }) {
+			unseen++
+		}
+	}
 	if after := onLatest(); after > max(target, before)+unseen {
 		m.t.Fatalf("%s: %d pods on the latest revision after the reconcile, partition allows %d (were %d)",
 			s.set.Name, after, target, before)
@@ -996,7 +1061,8 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 			p = mp
 		}
 	}
-	if p.pod.ResourceVersion != viewed.ResourceVersion {
+	// A pod evicted since the view was taken is gone (NotFound).
+	if p == nil || p.pod.ResourceVersion != viewed.ResourceVersion {
 		return false
 	}
 	m.checkHotWrite(s, p, u)
@@ -1010,6 +1076,17 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 		// Stamped with the time, as the controller writes it.
 		if written, _, err = rollout.Apply(p.pod, s.set.Name, u.Stamped(m.now), m.now); err != nil {
 			m.t.Fatalf("Apply: %v", err)
+		}
+		// The controller records what admission stored in place of what
+		// it wrote (recordStored).
+		m.admitAll(written)
+		stamped := u.Stamped(m.now)
+		if rec, _ := rollout.RecordStored(stamped, s.set.Name, p.pod, written); !equality.Semantic.DeepEqual(rec, stamped.State) {
+			value, err := revision.Put(written.Annotations, s.set.Name, rec)
+			if err != nil {
+				m.t.Fatalf("Put: %v", err)
+			}
+			written.Annotations[v1alpha1.AnnotationState] = value
 		}
 	}
 	restartsRunning, changed := false, false
@@ -1262,7 +1339,7 @@ func (m *model) checkBudgets(written *mpod) {
 			if p.neverReady {
 				neverReady++
 			}
-			if p.neverReady || len(p.disrupted) > 0 {
+			if p.neverReady || len(p.disrupted) > 0 || p.replaces {
 				unhealthy = append(unhealthy, p.pod.Name)
 			}
 		}
@@ -1340,7 +1417,7 @@ func (m *model) specChanged(s *mset) {
 
 func (m *model) step() {
 	m.now = m.now.Add(stepTime)
-	switch rapid.IntRange(0, 14).Draw(m.t, "action") {
+	switch rapid.IntRange(0, 15).Draw(m.t, "action") {
 	case 0, 1, 2:
 		m.sync(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
 	case 3:
@@ -1399,9 +1476,39 @@ func (m *model) step() {
 			c.warm = 1
 			m.notReady(p, c.name)
 		}
+	case 15:
+		m.evict(rapid.SampledFrom(m.pods).Draw(m.t, "evict"))
 	}
 	m.snapshot()
 	m.check()
+}
+
+// evict plays the eviction API and the pod's owner. A ready pod goes only
+// if each of its budgets allows a disruption, as the disruption controller
+// last showed it, and takes that room until the controller's next pass; a
+// pod not ready goes whatever its budgets say. Its owner creates a pod in
+// its place (named after it), injected as any new pod, which its kubelet
+// starts at its first sync. A pod on a node
+// whose kubelet is gone is not deleted until it is back: it stays.
+func (m *model) evict(p *mpod) {
+	if m.gone[p.pod.Spec.NodeName] {
+		return
+	}
+	var budgets []*mbudget
+	for _, b := range m.budgets {
+		if b.group == p.pod.Labels["g"] && podReady(p.pod) {
+			if b.allowed <= 0 {
+				return
+			}
+			budgets = append(budgets, b)
+		}
+	}
+	for _, b := range budgets {
+		b.allowed--
+	}
+	q := m.newPod(p.pod.Name+"r", p.pod.Labels["g"], rapid.IntRange(0, 5).Draw(m.t, "neverReady") == 0)
+	q.replaces = true
+	m.pods[slices.Index(m.pods, p)] = q
 }
 
 // nodeChange moves a node one step through losing its kubelet and
@@ -1468,7 +1575,7 @@ func (m *model) editByHand(p *mpod) {
 			images = append(images, c.image)
 		}
 	}
-	image := rapid.SampledFrom(images).Draw(m.t, "edit")
+	image := m.admit(rapid.SampledFrom(images).Draw(m.t, "edit"))
 	for _, cs := range [][]corev1.Container{p.pod.Spec.InitContainers, p.pod.Spec.Containers} {
 		for i := range cs {
 			if cs[i].Name == name && cs[i].Image != image {
@@ -1657,6 +1764,7 @@ func (m *model) checkHotDone() {
 						if j == 1 {
 							slot = h[1-i]
 						}
+						want = m.admit(want)
 						done = slot.Image == want && specImage(p.pod, slot.Name) == want
 					}
 					if !done {
