@@ -85,10 +85,11 @@ import (
 // ones every time (modelSeed unless -rapid.seed is given), so that a build
 // never fails on a case no one has seen before:
 // `go test ./internal/rollout -run TestModel -rapid.checks=100000` explores
-// new ones. A failing case prints the -rapid.seed that replays it; the cases
-// it found so far are kept as table tests (TestDisruptionKept,
-// TestModelHotKept), or as seeds when the fault was the model's
-// (TestModelKept).
+// new ones. A failing case prints the -rapid.seed that replays it while the
+// generator stays as it is, and its trace, which replays it after that
+// changes too; the cases it found so far are kept as table tests
+// (TestDisruptionKept, TestModelHotKept), or as traces when the fault was
+// the model's (TestModelKept).
 func TestModel(t *testing.T) {
 	if !flagSet("rapid.checks") {
 		set := map[string]string{"rapid.checks": strconv.Itoa(modelChecks)}
@@ -103,7 +104,7 @@ func TestModel(t *testing.T) {
 			defer func() { _ = f.Value.Set(f.DefValue) }()
 		}
 	}
-	rapid.Check(t, func(t *rapid.T) { newModel(t).run() })
+	rapid.Check(t, func(t *rapid.T) { newModel(t, nil).run() })
 }
 
 // modelChecks is how many random cases TestModel runs by default, from
@@ -113,27 +114,17 @@ const (
 	modelSeed   = 1
 )
 
-// modelKept are seeds of cases TestModel found whose fault was the model's,
-// not the code's: no table test of the code can keep them.
+// modelKept are cases TestModel found whose fault was the model's, not
+// the code's: no table test of the code can keep them. Each is kept as its
+// trace (formatTrace), which a failing case prints: unlike a seed, it
+// replays the same case after the generator changes.
 var modelKept = []struct {
-	seed uint64
-	why  string
+	why, trace string
 }{
-	{8581459926500644625, "a reconcile read a cache view older than the last one read, from before a write the " +
-		"controller forgot once a view showed it: p02 was seen not yet written, and p03 went beside p00 and p02 " +
-		"(s0 disrupts [p00 p02 p03] at once, maxUnavailable 2)"},
-	{17205122935913991882, "a write was judged against disruptions the time since the last step had ended: p00, " +
-		"Ready for exactly its minReadySeconds, still counted, and the budget seemed overspent by the write of p05 " +
-		"(budget pdb0 (maxUnavailable 1): [p00 p05] unhealthy at once)"},
-	{31322664, "the model held a hot upgrade's pod from its first write until its handoff, though both slots run and the " +
-		"pod serves between them: another set made the pod not ready, the handoff went free, and a second ready pod " +
-		"was written (s0 disrupts [p02 p07] at once, maxUnavailable 1)"},
-	{21623284, "the model's kubelet reported a ready container's exit only at the pod's next sync, ten steps later: the " +
-		"planner released a pod its status showed ready for 30 s while the model knew its sidecar had exited " +
-		"(s0's record of p01 says its write released, which the world says has it down)"},
-	{21018292, "the model took a write into a pod not ready as renewing it only when the write changed an image: a " +
+	{"the model took a write into a pod not ready as renewing it only when the write changed an image: a " +
 		"resize alone into p05, down for an earlier write, was lost, and the model held p05 down until the resize " +
-		"landed, though it had turned ready and served (s0 disrupts p01 with [p00 p05] down already, maxUnavailable 2)"},
+		"landed, though it had turned ready and served (s0 disrupts p01 with [p00 p05] down already, maxUnavailable 2)",
+		"sets=3 s0-groups=c,b s0-native=0 s0-init=1 s0-hot=0 s0-maxUnavailable=2 s0-minReadySeconds=0 s0-deadline=291 s0-order=3 s0-scatter-group=0 s0-driftPolicy=1 s1-groups=c s1-native=1 s1-init=0 s1-hot=0 s1-maxUnavailable=1 s1-minReadySeconds=2 s1-deadline=30 s1-order=1 s1-weight=3 s1-weight-group=0 s1-driftPolicy=1 s2-groups=b,c s2-native=1 s2-init=1 s2-hot=1 s2-maxUnavailable=2 s2-minReadySeconds=2 s2-deadline=300 s2-order=1 s2-weight=50 s2-weight-group=0 s2-driftPolicy=0 pods=9 group=1 neverReady=5 node=1 oldKubelet=4 group=1 neverReady=5 node=2 oldKubelet=0 group=1 neverReady=1 node=1 oldKubelet=3 group=0 neverReady=1 node=0 oldKubelet=4 group=0 neverReady=0 node=1 oldKubelet=1 group=2 neverReady=3 node=1 oldKubelet=4 group=0 neverReady=0 node=0 oldKubelet=3 group=2 neverReady=0 node=0 oldKubelet=3 group=1 neverReady=5 node=2 oldKubelet=3 budgets=1 budget-group=0 budget-maxUnavailable=2 warm=1 warm=0 warm=0 warm=0 warm=0 warm=0 warm=0 warm=1 warm=0 warm=0 warm=0 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=0 steps=61 action=0 pod=7 action=11 pod=1 action=5 set=1 lag=0 action=1 pod=5 action=7 set=0 container=0 version=2 image-kind=0 action=4 set=0 lag=0 action=4 set=2 lag=0 action=2 pod=8 warm=0 action=6 budget=0 action=3 warm=1 warm=1 warm=1 warm=1 warm=0 action=12 set=2 native-memory=1 memory=2 action=8 set=2 strategy=2 partition=6 action=10 group=0 neverReady=1 node=2 oldKubelet=1 warm=0 action=1 pod=4 action=11 pod=8 action=4 set=0 lag=0 action=10 group=0 neverReady=1 node=0 oldKubelet=2 warm=0 action=3 action=12 set=1 native-memory=0 memory=2 action=10 group=1 neverReady=5 node=1 oldKubelet=0 warm=0 warm=1 warm=1 warm=1 warm=1 warm=1 action=4 set=1 lag=2 resize-lost=1 action=14 pod=5 flaps=1 action=1 pod=4 action=14 pod=0 flaps=1 action=10 group=0 neverReady=3 node=1 oldKubelet=2 warm=0 action=0 pod=6 action=14 pod=7 flaps=5 action=11 pod=10 action=4 set=2 lag=2 action=10 group=2 neverReady=1 node=0 oldKubelet=0 warm=1 warm=0 warm=1 warm=0 warm=1 warm=0 warm=0 warm=0 action=0 pod=0 action=11 pod=1 action=0 pod=10 action=10 action=0 pod=4 action=0 pod=10 action=5 set=0 lag=2 action=6 budget=0 action=12 set=0 memory=2 action=0 pod=12 action=12 set=1 native-memory=1 memory=1 action=4 set=1 lag=0 resize-lost=3 resize-lost=1 action=8 set=1 strategy=1 action=0 pod=2 action=4 set=2 lag=2 action=5 set=0 lag=2 resize-lost=3 resize-lost=3 resize-lost=0 resize-lost=0 resize-lost=3 resize-lost=0 action=3 action=6 budget=0 action=5 set=2 lag=2 action=3 action=8 set=0 strategy=1 action=1 pod=12 action=4 set=2 lag=0 action=4 set=0 lag=0 action=11 pod=8 action=10 action=0 pod=3 action=0 pod=11 action=0 pod=2 action=8 set=0 strategy=1 action=0 pod=11 resize-lost=2 resize-lost=1 resize-lost=0 resize-lost=3 warm=0 warm=0 warm=1 warm=0 warm=0 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 resize-lost=0 resize-lost=1 warm=0 warm=1 resize-lost=3 warm=1 warm=1 resize-lost=1 warm=0 warm=1 warm=1 resize-lost=1 resize-lost=1 warm=0 warm=1 warm=1 warm=1 resize-lost=0 resize-lost=1 warm=1 warm=1 warm=1 warm=0 resize-lost=1 warm=1 warm=1 warm=1 resize-lost=1 resize-lost=1 warm=0 warm=1 warm=0 warm=0 warm=0 warm=0 warm=0 warm=1 warm=1 warm=1 warm=1 warm=1"},
 }
 
 // TestModelView: the model's cache lags and never goes back (view).
@@ -164,21 +155,22 @@ func TestModelView(t *testing.T) {
 	}
 }
 
-// TestModelKept replays each of modelKept as the first case of a run of
-// its own.
+// TestModelKept replays each of modelKept.
 func TestModelKept(t *testing.T) {
-	for _, k := range modelKept {
-		t.Run(strconv.FormatUint(k.seed, 10), func(t *testing.T) {
-			for name, value := range map[string]string{"rapid.checks": "1", "rapid.seed": strconv.FormatUint(k.seed, 10)} {
-				f := flag.Lookup(name)
-				was := f.Value.String()
-				if err := f.Value.Set(value); err != nil {
-					t.Fatal(err)
-				}
-				defer func() { _ = f.Value.Set(was) }()
+	for i, k := range modelKept {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			trace, err := parseTrace(k.trace)
+			if err != nil {
+				t.Fatal(err)
 			}
 			t.Log(k.why)
-			rapid.Check(t, func(t *rapid.T) { newModel(t).run() })
+			f := flag.Lookup("rapid.checks")
+			was := f.Value.String()
+			if err := f.Value.Set("1"); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = f.Value.Set(was) }()
+			rapid.Check(t, func(t *rapid.T) { newModel(t, trace).run() })
 		})
 	}
 }
@@ -220,9 +212,12 @@ type model struct {
 	// times its kubelet reports are off by it.
 	skew map[string]time.Duration
 	// mirror: an admission policy moves sidecar images to a mirror (admit).
-	mirror   bool
-	instance int
-	rv       int
+	mirror bool
+	// trace holds every value drawn so far; replay, when the model
+	// replays a kept trace, the values still to draw (model_draws_test.go).
+	trace, replay []draw
+	instance      int
+	rv            int
 }
 
 // snap is one cache view: the pods, and the nodes not Ready.
@@ -359,34 +354,35 @@ var (
 	nodes  = []string{"n0", "n1", "n2"}
 )
 
-func newModel(t *rapid.T) *model {
+// newModel draws a model from t, or replays trace when it is not nil.
+func newModel(t *rapid.T, trace []draw) *model {
 	m := &model{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), writes: map[string]map[string]*corev1.Pod{},
-		gone: map[string]bool{}, lost: map[string]bool{}, skew: map[string]time.Duration{}}
+		gone: map[string]bool{}, lost: map[string]bool{}, skew: map[string]time.Duration{}, replay: trace}
 	for _, n := range nodes {
-		m.skew[n] = rapid.SampledFrom([]time.Duration{-3 * time.Second, 0, 0, 2 * time.Second}).Draw(t, n+"-skew")
+		m.skew[n] = pick(m, []time.Duration{0, -3 * time.Second, 0, 2 * time.Second}, n+"-skew")
 	}
-	m.mirror = rapid.IntRange(0, 3).Draw(t, "mirror") == 0
-	nSets := rapid.IntRange(1, 3).Draw(t, "sets")
+	m.mirror = m.intn(0, 3, "mirror") == 3
+	nSets := m.intn(1, 3, "sets")
 	for i := range nSets {
 		name := fmt.Sprintf("s%d", i)
 		b := v1alpha1.SidecarSetSpec{
 			Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: "g", Operator: metav1.LabelSelectorOpIn,
-				Values: rapid.SliceOfNDistinct(rapid.SampledFrom(groups), 1, 3, rapid.ID[string]).Draw(t, name+"-groups"),
+				Values: m.groups(name + "-groups"),
 			}}},
 			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-proxy", Image: name + "-proxy:v1",
 				Resources: memory("32Mi")}}},
 		}
-		if rapid.Bool().Draw(t, name+"-native") {
+		if m.coin(name + "-native") {
 			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
 				Name: name + "-logs", Image: name + "-logs:v1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 				Resources: memory("32Mi")}})
 		}
-		if rapid.Bool().Draw(t, name+"-init") {
+		if m.coin(name + "-init") {
 			b.InitContainers = append(b.InitContainers, v1alpha1.SidecarContainer{Container: corev1.Container{
 				Name: name + "-schema", Image: name + "-schema:v1"}})
 		}
-		if rapid.Bool().Draw(t, name+"-hot") {
+		if m.coin(name + "-hot") {
 			// Its memory never changes: the slots of a HotUpgrade sidecar
 			// are not resized, and new resources need new pods.
 			b.Containers = append(b.Containers, v1alpha1.SidecarContainer{
@@ -394,43 +390,43 @@ func newModel(t *rapid.T) *model {
 				UpgradeStrategy: &v1alpha1.UpgradeStrategy{UpgradeType: v1alpha1.HotUpgrade,
 					HotUpgradeEmptyImage: name + "-hot" + emptyTag + "v1"}})
 		}
-		mu := rapid.IntRange(1, 3).Draw(t, name+"-maxUnavailable")
+		mu := m.intn(1, 3, name+"-maxUnavailable")
 		b.UpdateStrategy = v1alpha1.UpdateStrategy{
 			MaxUnavailable:  ptr.To(intstr.FromInt32(int32(mu))),
-			MinReadySeconds: ptr.To(int32(rapid.SampledFrom([]int{0, 0, 3, 9}).Draw(t, name+"-minReadySeconds"))),
+			MinReadySeconds: ptr.To(int32(pick(m, []int{0, 0, 3, 9}, name+"-minReadySeconds"))),
 		}
 		// A pod of a hot upgrade waits out minReadySeconds twice between
 		// two signs of progress: a deadline shorter than that stalls a
 		// rollout of good images, as it should.
-		b.UpdateStrategy.ProgressDeadlineSeconds = ptr.To(int32(rapid.IntRange(30, 300).Draw(t, name+"-deadline")) +
+		b.UpdateStrategy.ProgressDeadlineSeconds = ptr.To(int32(m.intn(30, 300, name+"-deadline")) +
 			10**b.UpdateStrategy.MinReadySeconds)
 		// The update order decides which pods go, never how many.
-		switch rapid.IntRange(0, 3).Draw(t, name+"-order") {
+		switch m.intn(0, 3, name+"-order") {
 		case 1:
 			b.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{{
-				Weight:        int32(rapid.IntRange(1, 100).Draw(t, name+"-weight")),
-				MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"g": rapid.SampledFrom(groups).Draw(t, name+"-weight-group")}},
+				Weight:        int32(m.intn(1, 100, name+"-weight")),
+				MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"g": pick(m, groups, name+"-weight-group")}},
 			}}}
 		case 2:
 			b.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{OrderPriority: []v1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "g"}}}
 		case 3:
-			b.UpdateStrategy.ScatterStrategy = []v1alpha1.UpdateScatterTerm{{Key: "g", Value: rapid.SampledFrom(groups).Draw(t, name+"-scatter-group")}}
+			b.UpdateStrategy.ScatterStrategy = []v1alpha1.UpdateScatterTerm{{Key: "g", Value: pick(m, groups, name+"-scatter-group")}}
 		}
-		b.DriftPolicy = rapid.SampledFrom([]v1alpha1.DriftPolicy{v1alpha1.DriftReport, v1alpha1.DriftRevert}).Draw(t, name+"-driftPolicy")
+		b.DriftPolicy = pick(m, []v1alpha1.DriftPolicy{v1alpha1.DriftReport, v1alpha1.DriftRevert}, name+"-driftPolicy")
 		set := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}, Spec: b}
 		ms := &mset{set: set, maxUnavailable: mu, written: map[string]int{}, latest: revision.Hash(&set.Spec),
 			revisions: map[string]v1alpha1.SidecarSetSpec{}}
 		ms.revisions[revision.Name(name, &set.Spec)] = *set.Spec.DeepCopy()
 		m.sets = append(m.sets, ms)
 	}
-	nPods := rapid.IntRange(2, 10).Draw(t, "pods")
+	nPods := m.intn(2, 10, "pods")
 	for i := range nPods {
-		m.pods = append(m.pods, m.newPod(fmt.Sprintf("p%02d", i), rapid.SampledFrom(groups).Draw(t, "group"),
-			rapid.IntRange(0, 5).Draw(t, "neverReady") == 0))
+		m.pods = append(m.pods, m.newPod(fmt.Sprintf("p%02d", i), pick(m, groups, "group"),
+			m.intn(0, 5, "neverReady") == 0))
 	}
-	for i := range rapid.IntRange(0, 2).Draw(t, "budgets") {
-		m.budgets = append(m.budgets, &mbudget{name: fmt.Sprintf("pdb%d", i), group: rapid.SampledFrom(groups).Draw(t, "budget-group"),
-			maxUnavailable: rapid.IntRange(1, 2).Draw(t, "budget-maxUnavailable")})
+	for i := range m.intn(0, 2, "budgets") {
+		m.budgets = append(m.budgets, &mbudget{name: fmt.Sprintf("pdb%d", i), group: pick(m, groups, "budget-group"),
+			maxUnavailable: m.intn(1, 2, "budget-maxUnavailable")})
 	}
 	for _, p := range m.pods {
 		m.sync(p)
@@ -450,7 +446,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: modelNS, Name: name, UID: types.UID("uid-" + name), Generation: 1,
 			Labels: map[string]string{"g": group}, Annotations: map[string]string{}},
-		Spec: corev1.PodSpec{NodeName: rapid.SampledFrom(up).Draw(m.t, "node"),
+		Spec: corev1.PodSpec{NodeName: pick(m, up, "node"),
 			Containers: []corev1.Container{{Name: "app", Image: "mysql:8"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
@@ -487,7 +483,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	state, _ = rollout.RecordAdmitted(state, pod)
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, renewed: map[string]bool{}, owedMemory: map[string]string{}, oldKubelet: rapid.IntRange(0, 4).Draw(m.t, "oldKubelet") == 0}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, renewed: map[string]bool{}, owedMemory: map[string]string{}, oldKubelet: m.intn(0, 4, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -750,7 +746,7 @@ func (m *model) act(p *mpod) {
 			m.instance++
 			c.instance, c.waiting, c.started, c.age = m.instance, false, m.now, 0
 			c.mem = specMemory(pod, c.name)
-			c.warm = rapid.IntRange(0, 1).Draw(m.t, "warm")
+			c.warm = m.intn(0, 1, "warm")
 		}
 	}
 	for name, d := range p.disrupted {
@@ -1094,7 +1090,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	// refusal): a later ActionResize writes it. A lost one disrupts the
 	// pod all the same, as the contract counts it: the write holds the pod
 	// from its record until it is done.
-	resized := len(u.Resize) > 0 && rapid.IntRange(0, 3).Draw(m.t, "resize-lost") > 0
+	resized := len(u.Resize) > 0 && m.intn(0, 3, "resize-lost") > 0
 	for _, r := range u.Resize {
 		if r.Name == "app" {
 			m.t.Fatalf("%s resized the app container of %s", s.set.Name, p.pod.Name)
@@ -1358,7 +1354,7 @@ func (m *model) checkBudgets(written *mpod) {
 func (m *model) setImage(s *mset) {
 	spec := &s.set.Spec
 	all := len(spec.Containers) + len(spec.InitContainers)
-	i := rapid.IntRange(0, all-1).Draw(m.t, "container")
+	i := m.intn(0, all-1, "container")
 	var sc *v1alpha1.SidecarContainer
 	if i < len(spec.Containers) {
 		sc = &spec.Containers[i]
@@ -1366,16 +1362,16 @@ func (m *model) setImage(s *mset) {
 		sc = &spec.InitContainers[i-len(spec.Containers)]
 	}
 	c := &sc.Container
-	version := rapid.SampledFrom([]string{"v1", "v2", "v3"}).Draw(m.t, "version")
-	if sc.Hot() && rapid.IntRange(0, 3).Draw(m.t, "hot-empty") == 0 {
+	version := pick(m, []string{"v1", "v2", "v3"}, "version")
+	if sc.Hot() && m.intn(0, 3, "hot-empty") == 0 {
 		// A new empty image, which goes into the idle slot in place.
 		sc.UpgradeStrategy = sc.UpgradeStrategy.DeepCopy()
-		sc.UpgradeStrategy.HotUpgradeEmptyImage = rapid.SampledFrom([]string{
-			c.Name + emptyTag + version, c.Name + "-empty-pull-fails:" + version}).Draw(m.t, "empty-image")
+		sc.UpgradeStrategy.HotUpgradeEmptyImage = pick(m, []string{
+			c.Name + emptyTag + version, c.Name + "-empty-pull-fails:" + version}, "empty-image")
 		m.specChanged(s)
 		return
 	}
-	switch rapid.IntRange(0, 6).Draw(m.t, "image-kind") {
+	switch m.intn(0, 6, "image-kind") {
 	case 0:
 		// A digest pin of the tag: the same content, a new reference.
 		c.Image = c.Name + "@" + content(c.Name+":"+version)
@@ -1399,10 +1395,10 @@ func (m *model) setImage(s *mset) {
 func (m *model) setMemory(s *mset) {
 	spec := &s.set.Spec
 	c := &spec.Containers[0].Container
-	if len(spec.InitContainers) > 0 && spec.InitContainers[0].RestartPolicy != nil && rapid.Bool().Draw(m.t, "native-memory") {
+	if len(spec.InitContainers) > 0 && spec.InitContainers[0].RestartPolicy != nil && m.coin("native-memory") {
 		c = &spec.InitContainers[0].Container
 	}
-	c.Resources = memory(rapid.SampledFrom([]string{"32Mi", "64Mi", "96Mi"}).Draw(m.t, "memory"))
+	c.Resources = memory(pick(m, []string{"32Mi", "64Mi", "96Mi"}, "memory"))
 	m.specChanged(s)
 }
 
@@ -1417,30 +1413,30 @@ func (m *model) specChanged(s *mset) {
 
 func (m *model) step() {
 	m.now = m.now.Add(stepTime)
-	switch rapid.IntRange(0, 15).Draw(m.t, "action") {
+	switch m.intn(0, 15, "action") {
 	case 0, 1, 2:
-		m.sync(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
+		m.sync(pick(m, m.pods, "pod"))
 	case 3:
 		for _, p := range m.pods {
 			m.sync(p)
 		}
 	case 4, 5:
-		m.reconcile(rapid.SampledFrom(m.sets).Draw(m.t, "set"), rapid.IntRange(0, 2).Draw(m.t, "lag"))
+		m.reconcile(pick(m, m.sets, "set"), m.intn(0, 2, "lag"))
 	case 6:
 		if len(m.budgets) > 0 {
-			m.syncBudget(rapid.SampledFrom(m.budgets).Draw(m.t, "budget"))
+			m.syncBudget(pick(m, m.budgets, "budget"))
 		}
 	case 7:
-		m.setImage(rapid.SampledFrom(m.sets).Draw(m.t, "set"))
+		m.setImage(pick(m, m.sets, "set"))
 	case 8:
-		s := rapid.SampledFrom(m.sets).Draw(m.t, "set")
-		switch rapid.IntRange(0, 2).Draw(m.t, "strategy") {
+		s := pick(m, m.sets, "set")
+		switch m.intn(0, 2, "strategy") {
 		case 0:
-			s.set.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString(rapid.SampledFrom([]string{"0%", "50%", "100%"}).Draw(m.t, "partition")))
+			s.set.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString(pick(m, []string{"0%", "50%", "100%"}, "partition")))
 		case 1:
 			s.set.Spec.UpdateStrategy.Paused = !s.set.Spec.UpdateStrategy.Paused
 		case 2:
-			s.set.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(int32(rapid.IntRange(0, len(m.pods)).Draw(m.t, "partition"))))
+			s.set.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(int32(m.intn(0, len(m.pods), "partition"))))
 		}
 		m.specChanged(s)
 	case 9:
@@ -1451,8 +1447,8 @@ func (m *model) step() {
 	case 10:
 		// A new pod (a scale-up), injected by the webhook.
 		if len(m.pods) < 14 && len(m.gone) < len(nodes) {
-			p := m.newPod(fmt.Sprintf("p%02d", len(m.pods)), rapid.SampledFrom(groups).Draw(m.t, "group"),
-				rapid.IntRange(0, 5).Draw(m.t, "neverReady") == 0)
+			p := m.newPod(fmt.Sprintf("p%02d", len(m.pods)), pick(m, groups, "group"),
+				m.intn(0, 5, "neverReady") == 0)
 			m.pods = append(m.pods, p)
 			m.sync(p)
 			// The disruption controller's lag over pods it has not seen is
@@ -1462,22 +1458,22 @@ func (m *model) step() {
 			}
 		}
 	case 11:
-		m.editByHand(rapid.SampledFrom(m.pods).Draw(m.t, "pod"))
+		m.editByHand(pick(m, m.pods, "pod"))
 	case 12:
-		m.setMemory(rapid.SampledFrom(m.sets).Draw(m.t, "set"))
+		m.setMemory(pick(m, m.sets, "set"))
 	case 13:
-		m.nodeChange(rapid.SampledFrom(nodes).Draw(m.t, "node"))
+		m.nodeChange(pick(m, nodes, "node"))
 	case 14:
 		// A readiness probe fails once: the container is not ready until
 		// the next sync, which the kubelet's prober reports at once.
-		p := rapid.SampledFrom(m.pods).Draw(m.t, "pod")
-		c := rapid.SampledFrom(p.ctrs).Draw(m.t, "flaps")
+		p := pick(m, m.pods, "pod")
+		c := pick(m, p.ctrs, "flaps")
 		if c.runs && c.instance > 0 && !m.gone[p.pod.Spec.NodeName] {
 			c.warm = 1
 			m.notReady(p, c.name)
 		}
 	case 15:
-		m.evict(rapid.SampledFrom(m.pods).Draw(m.t, "evict"))
+		m.evict(pick(m, m.pods, "evict"))
 	}
 	m.snapshot()
 	m.check()
@@ -1506,7 +1502,7 @@ func (m *model) evict(p *mpod) {
 	for _, b := range budgets {
 		b.allowed--
 	}
-	q := m.newPod(p.pod.Name+"r", p.pod.Labels["g"], rapid.IntRange(0, 5).Draw(m.t, "neverReady") == 0)
+	q := m.newPod(p.pod.Name+"r", p.pod.Labels["g"], m.intn(0, 5, "neverReady") == 0)
 	q.replaces = true
 	m.pods[slices.Index(m.pods, p)] = q
 }
@@ -1528,7 +1524,7 @@ func (m *model) nodeChange(n string) {
 			}
 		}
 		m.gone[n] = true
-	case !m.lost[n] && rapid.Bool().Draw(m.t, "noticed"):
+	case !m.lost[n] && m.coin("noticed"):
 		m.lost[n] = true
 		for _, p := range m.pods {
 			if p.pod.Spec.NodeName != n || !podReady(p.pod) {
@@ -1563,7 +1559,7 @@ func (m *model) editByHand(p *mpod) {
 	if len(names) == 0 {
 		return
 	}
-	name := rapid.SampledFrom(names).Draw(m.t, "edited")
+	name := pick(m, names, "edited")
 	images := []string{name + ":by-hand", name + "-pull-fails:by-hand"}
 	for _, c := range p.ctrs {
 		if c.name == name && c.instance > 0 {
@@ -1575,7 +1571,7 @@ func (m *model) editByHand(p *mpod) {
 			images = append(images, c.image)
 		}
 	}
-	image := m.admit(rapid.SampledFrom(images).Draw(m.t, "edit"))
+	image := m.admit(pick(m, images, "edit"))
 	for _, cs := range [][]corev1.Container{p.pod.Spec.InitContainers, p.pod.Spec.Containers} {
 		for i := range cs {
 			if cs[i].Name == name && cs[i].Image != image {
@@ -1597,7 +1593,13 @@ func (m *model) editByHand(p *mpod) {
 }
 
 func (m *model) run() {
-	for range rapid.IntRange(1, 120).Draw(m.t, "steps") {
+	defer func() {
+		if r := recover(); r != nil {
+			m.t.Logf("the case as a trace, to keep in modelKept:\n%q", formatTrace(m.trace))
+			panic(r)
+		}
+	}()
+	for range m.intn(1, 120, "steps") {
 		m.step()
 	}
 	m.finish()
