@@ -107,7 +107,8 @@ generate:
 # the Go types' comments. A client-side `kubectl apply` stores the whole CRD
 # as JSON in an annotation limited to 256 KiB; it takes about 220 KiB
 # (test/crd applies it so and logs the size). The Helm chart ships copies of
-# the CRD, the RBAC roles and the optional admission policy.
+# the CRD, the RBAC roles and the optional admission policy. The reference
+# under docs/reference comes from the CRD and the CLI's commands.
 manifests:
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=sidecarset-manager paths=./internal/manager output:rbac:artifacts:config=config/rbac
@@ -117,6 +118,7 @@ manifests:
 	cp config/rbac/policy/role.yaml charts/sidecarset/files/policy-role.yaml
 	cp config/policy/restrict-sidecars.yaml charts/sidecarset/files/restrict-sidecars.yaml
 	cd test/chart && $(GO) test -count=1 -run '^TestInstallManifest$$' ./... -update >/dev/null
+	$(GO) run ./hack/gendocs docs/reference
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 
 # Folders whose files all come from the generators, and single generated
 # files elsewhere. Generating again rewrites them in place.
-generated_dirs=(config/crd charts/sidecarset/crds)
-generated_files=(config/install/install.yaml config/rbac/role.yaml config/rbac/policy/role.yaml charts/sidecarset/files/role.yaml charts/sidecarset/files/policy-role.yaml charts/sidecarset/files/restrict-sidecars.yaml)
+generated_dirs=(config/crd charts/sidecarset/crds docs/reference/cli)
+generated_files=(docs/reference/api.md config/install/install.yaml config/rbac/role.yaml config/rbac/policy/role.yaml charts/sidecarset/files/role.yaml charts/sidecarset/files/policy-role.yaml charts/sidecarset/files/restrict-sidecars.yaml)
 mapfile -t deepcopy < <(find api -name 'zz_generated.*.go')
 generated_files+=("${deepcopy[@]}")
 
