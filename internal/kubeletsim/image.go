@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarset/sidecarset/internal/imageref"
 )
 
 // The simulated registry. An image reference resolves to a digest:
@@ -22,24 +24,6 @@ const (
 	RegistryNamespace = "kube-system"
 	RegistryName      = "simulated-registry"
 )
-
-// The reference grammar of github.com/distribution/reference (which is not in
-// this module's graph), minus IPv6 domains. Repository paths must be lower
-// case; a reference that does not parse gives InvalidImageName, as on a real
-// node.
-var referenceRegexp = func() *regexp.Regexp {
-	const (
-		alnum           = `[a-z0-9]+`
-		separator       = `(?:[._]|__|[-]+)`
-		pathComponent   = alnum + `(?:` + separator + alnum + `)*`
-		domainComponent = `(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])`
-		domain          = domainComponent + `(?:\.` + domainComponent + `)*(?::[0-9]+)?`
-		name            = `(?:` + domain + `/)?` + pathComponent + `(?:/` + pathComponent + `)*`
-		tag             = `[\w][\w.-]{0,127}`
-		digest          = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`
-	)
-	return regexp.MustCompile(`^(` + name + `)(?::(` + tag + `))?(?:@(` + digest + `))?$`)
-}()
 
 var digestRegexp = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
@@ -53,31 +37,17 @@ type imageRef struct {
 	digest string
 }
 
-// parseImage parses and normalizes s as the kubelet and containerd do:
-// "nginx" is docker.io/library/nginx:latest, "nginx:1.25" is
-// docker.io/library/nginx:1.25, "ghcr.io/a/b@sha256:..." keeps its digest.
+// parseImage parses and normalizes s as the kubelet and containerd do
+// (imageref.Parse): "nginx" is docker.io/library/nginx:latest, "nginx:1.25"
+// is docker.io/library/nginx:1.25, "ghcr.io/a/b@sha256:..." keeps its
+// digest. A reference that does not parse gives InvalidImageName, as on a
+// real node.
 func parseImage(s string) (imageRef, error) {
-	m := referenceRegexp.FindStringSubmatch(s)
-	if m == nil {
+	r, err := imageref.Parse(s)
+	if err != nil {
 		return imageRef{}, fmt.Errorf("couldn't parse image name %q: invalid reference format", s)
 	}
-	name, tag, digest := m[1], m[2], m[3]
-	// The first path component is a registry host only if it looks like one
-	// (a dot, a port, or "localhost"); otherwise the image is on Docker Hub.
-	domain, rest := "docker.io", name
-	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost" || strings.ToLower(name[:i]) != name[:i]) {
-		domain, rest = name[:i], name[i+1:]
-	}
-	if domain == "index.docker.io" {
-		domain = "docker.io"
-	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	if tag == "" && digest == "" {
-		tag = "latest"
-	}
-	return imageRef{repo: domain + "/" + rest, tag: tag, digest: digest}, nil
+	return imageRef{repo: r.Repo, tag: r.Tag, digest: r.Digest}, nil
 }
 
 // tagged is the normalized "repository:tag", the key the registry resolves.

@@ -54,6 +54,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 )
 
 // hashLength is how many characters of the encoded digest a hash keeps.
@@ -223,21 +224,11 @@ func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
 }
 
 // DefaultPullPolicy is the apiserver's rule for a container without an
-// imagePullPolicy: Always when the image reference has the tag "latest", or
-// neither tag nor digest (which pulls "latest"); IfNotPresent otherwise. The
-// apiserver parses the reference with the distribution/reference grammar;
-// splitting it by hand gives the same tag for every reference that grammar
-// accepts. For one it refuses (a reference that could never be pulled) the
-// apiserver says IfNotPresent where this may say Always; the difference
-// cannot reach a pod, since the field is then set.
+// imagePullPolicy: Always when the image reference pulls the tag "latest"
+// (named, or neither tag nor digest given), IfNotPresent otherwise, and for
+// a reference it cannot parse.
 func DefaultPullPolicy(image string) corev1.PullPolicy {
-	name, _, digested := strings.Cut(image, "@")
-	tag := ""
-	// A colon before the last slash separates a registry's port, not a tag.
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		tag = name[i+1:]
-	}
-	if tag == "latest" || (tag == "" && !digested) {
+	if r, err := imageref.Parse(image); err == nil && r.Tag == "latest" {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent

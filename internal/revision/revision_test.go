@@ -299,6 +299,8 @@ func TestDefaultPullPolicy(t *testing.T) {
 		{"registry.example.com:443/team/agent:latest", corev1.PullAlways},
 		// A bare name and a port look alike; the grammar reads a tag.
 		{"busybox:5000", corev1.PullIfNotPresent},
+		// The apiserver reads no tag where the grammar refuses the name.
+		{"BusyBox", corev1.PullIfNotPresent},
 	}
 	for _, tc := range cases {
 		if got := DefaultPullPolicy(tc.image); got != tc.want {

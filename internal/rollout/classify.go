@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -145,7 +146,7 @@ type Container struct {
 
 // drifted reports whether c's spec image differs from the one last written.
 func (c Container) drifted() bool {
-	return !SameImage(c.Recorded.Image, c.Image)
+	return !imageref.Same(c.Recorded.Image, c.Image)
 }
 
 // resizeConditionText is Pod.ResizeCondition of pod.
@@ -429,7 +430,7 @@ func releaseTime(pod *corev1.Pod, recorded []revision.ContainerState, minReadySe
 func mayBeOld(rc revision.ContainerState, st corev1.ContainerStatus) bool {
 	return rc.PreviousContainerID != "" && st.ContainerID != rc.PreviousContainerID &&
 		rc.PreviousImage != rc.Image && rc.PreviousImageID != "" &&
-		sameImageID(st.ImageID, rc.PreviousImageID) && !runsImage(st, rc.Image)
+		imageref.SameID(st.ImageID, rc.PreviousImageID) && !runsImage(st, rc.Image)
 }
 
 // stopTime is how long after its start a container that mayBeOld counts
@@ -461,11 +462,11 @@ func written(rc revision.ContainerState) bool {
 // runsImage reports whether a running container's status shows image, by
 // name as the runtime reads it, or by the digest image pins.
 func runsImage(st corev1.ContainerStatus, image string) bool {
-	if SameImage(image, st.Image) {
+	if imageref.Same(image, st.Image) {
 		return true
 	}
-	d := declaredDigest(image)
-	return d != "" && d == imageIDDigest(st.ImageID)
+	d := imageref.Digest(image)
+	return d != "" && d == imageref.IDDigest(st.ImageID)
 }
 
 // startFailed reports whether a container that does not run waits because

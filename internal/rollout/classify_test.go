@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -178,7 +179,7 @@ func TestClassifyContainers(t *testing.T) {
 // its status shows another image running.
 func TestUnacted(t *testing.T) {
 	set := testSet("exporter:v1")
-	pinned := "exporter@" + imageIDDigest(imageID("exporter:debug"))
+	pinned := "exporter@" + imageref.IDDigest(imageID("exporter:debug"))
 	tests := []struct {
 		name   string
 		spec   string // the exporter's pod spec image; recorded: exporter:v1

@@ -1,10 +1,9 @@
 package rollout
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -58,10 +57,10 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 	}
 	if write == nil {
 		// As the version that wrote it judged it, digest shortcut included.
-		if d := declaredDigest(rc.Image); d != "" && d == imageIDDigest(st.ImageID) {
+		if d := imageref.Digest(rc.Image); d != "" && d == imageref.IDDigest(st.ImageID) {
 			return true
 		}
-		return !sameImageID(st.ImageID, rc.PreviousImageID)
+		return !imageref.SameID(st.ImageID, rc.PreviousImageID)
 	}
 	if observedGeneration > 0 && observedGeneration < write.Generation {
 		return false
@@ -79,62 +78,7 @@ func UpdateComplete(rc revision.ContainerState, write *revision.Write, st corev1
 		return backToPrevious && observedGeneration >= write.Generation
 	}
 	if backToPrevious && rc.PreviousImageID != "" {
-		return sameImageID(st.ImageID, rc.PreviousImageID)
-	}
-	return true
-}
-
-// sameImageID reports whether two status imageIDs name the same content:
-// their digests when both carry one, the strings otherwise.
-func sameImageID(a, b string) bool {
-	if da, db := imageIDDigest(a), imageIDDigest(b); da != "" && db != "" {
-		return da == db
-	}
-	return a == b
-}
-
-// declaredDigest returns the digest an image reference is pinned to
-// ("repo:tag@sha256:<hex>" or "repo@sha256:<hex>"), or "".
-func declaredDigest(image string) string {
-	i := strings.LastIndex(image, "@")
-	if i < 0 {
-		return ""
-	}
-	if d := image[i+1:]; isDigest(d) {
-		return d
-	}
-	return ""
-}
-
-// imageIDDigest returns the digest in a container status imageID, or "".
-func imageIDDigest(id string) string {
-	if _, rest, ok := strings.Cut(id, "://"); ok {
-		id = rest
-	}
-	if i := strings.LastIndex(id, "@"); i >= 0 {
-		id = id[i+1:]
-	}
-	if isDigest(id) {
-		return id
-	}
-	return ""
-}
-
-// isDigest reports whether d is an OCI digest: algorithm ":" lowercase hex.
-func isDigest(d string) bool {
-	alg, hex, ok := strings.Cut(d, ":")
-	if !ok || alg == "" || len(hex) < 32 {
-		return false
-	}
-	for _, r := range alg {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '+' && r != '.' && r != '_' && r != '-' {
-			return false
-		}
-	}
-	for _, r := range hex {
-		if (r < 'a' || r > 'f') && (r < '0' || r > '9') {
-			return false
-		}
+		return imageref.SameID(st.ImageID, rc.PreviousImageID)
 	}
 	return true
 }

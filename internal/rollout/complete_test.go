@@ -201,26 +201,3 @@ func TestUpdateComplete(t *testing.T) {
 		})
 	}
 }
-
-func TestDigests(t *testing.T) {
-	d := digest("a")
-	tests := []struct {
-		in     string
-		wantID string
-	}{
-		{in: "x:v1"},
-		{in: "registry:5000/x:v1"},
-		{in: "x@" + d, wantID: d},
-		{in: "registry:5000/x:v1@" + d, wantID: d},
-		{in: d, wantID: d},
-		{in: "docker-pullable://x@" + d, wantID: d},
-		{in: "docker://" + d, wantID: d},
-		{in: "x@sha256:short"},
-		{in: "x@sha256:" + "Z" + d[len("sha256:")+1:]},
-	}
-	for _, tt := range tests {
-		if got := imageIDDigest(tt.in); got != tt.wantID {
-			t.Errorf("imageIDDigest(%q) = %q, want %q", tt.in, got, tt.wantID)
-		}
-	}
-}

@@ -2,107 +2,12 @@ package rollout
 
 import (
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
-
-// SameImage reports whether inSpec, a sidecar's image in the pod spec,
-// means recorded, the image last written: then it has not drifted. Policies
-// rewrite images without changing what runs (a digest pin, a mirror by
-// digest), and driftPolicy Revert would fight them for ever. References
-// are read as the runtime does; a digest decides the content whatever the
-// name, and a tag alone says nothing about it.
-//
-// Worked cases:
-//
-//	recorded                  inSpec                       same
-//	x:v1                      x:v1                         true   equal
-//	nginx:1                   docker.io/library/nginx:1    true   Docker Hub defaults
-//	nginx                     index.docker.io/nginx:latest true   default tag and registry
-//	x:v1                      x:v1@sha256:aaa…             true   digest appended (a pinning policy)
-//	r.io/x:v1@sha256:aaa…     mirror.io/x@sha256:aaa…      true   same digest (a mirror)
-//	x:v1                      x:v2                         false  another tag
-//	x@sha256:aaa…             x@sha256:bbb…                false  another digest
-//	x:v1                      mirror.io/x:v1               false  a mirror by tag: its content may differ
-//	x:v1                      x@sha256:aaa…                false  tag replaced: which tag it was is unknown
-//	x:v1@sha256:aaa…          x:v1                         false  digest taken away: the tag may have moved
-//	x:v1                      x:v1@sha256:aaa…@sha256:aaa… false  not a reference
-func SameImage(recorded, inSpec string) bool {
-	if recorded == inSpec {
-		return true
-	}
-	r, ok := parseReference(recorded)
-	if !ok {
-		return false
-	}
-	s, ok := parseReference(inSpec)
-	if !ok {
-		return false
-	}
-	switch {
-	case r.digest != "" && s.digest != "":
-		return r.digest == s.digest
-	case r.digest != "":
-		return false
-	case s.digest != "" && !s.explicitTag:
-		return false
-	}
-	return r.repo == s.repo && r.tag == s.tag
-}
-
-// reference is an image reference normalised as the runtime reads it.
-type reference struct {
-	// repo is the repository with its registry: docker.io/library/nginx.
-	repo string
-	// tag is the tag; "latest" when neither tag nor digest is given.
-	tag         string
-	explicitTag bool
-	// digest is "algorithm:hex" or "".
-	digest string
-}
-
-// parseReference reads name[:tag][@digest]. It checks only what the
-// comparison needs; an image the runtime cannot pull fails there.
-func parseReference(s string) (reference, bool) {
-	var r reference
-	name := s
-	if i := strings.IndexByte(s, '@'); i >= 0 {
-		name, r.digest = s[:i], s[i+1:]
-		if !isDigest(r.digest) {
-			return reference{}, false
-		}
-	}
-	// A colon after the last slash starts the tag; one before is a port.
-	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
-		name, r.tag, r.explicitTag = name[:i], name[i+1:], true
-		if r.tag == "" {
-			return reference{}, false
-		}
-	}
-	if name == "" || strings.ContainsAny(name, " \t") {
-		return reference{}, false
-	}
-	if r.tag == "" && r.digest == "" {
-		r.tag = "latest"
-	}
-	// The first part names a registry only if it looks like a host: a dot,
-	// a port, or localhost. Otherwise the image is on Docker Hub.
-	domain, rest := "docker.io", name
-	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
-		domain, rest = name[:i], name[i+1:]
-	}
-	if domain == "index.docker.io" {
-		domain = "docker.io"
-	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	r.repo = domain + "/" + rest
-	return r, true
-}
 
 // RecordAdmitted returns state with every recorded image set to the one
 // pod's spec carries, and whether that changed anything. The pod webhook
@@ -169,7 +74,7 @@ func RecordStored(u PodUpdate, setName string, before, stored *corev1.Pod) (revi
 		if !found {
 			continue
 		}
-		rewritten := !SameImage(w.Image, spec.Image)
+		rewritten := !imageref.Same(w.Image, spec.Image)
 		if rewritten {
 			rewrites = append(rewrites, Rewrite{Container: w.Name, Written: w.Image, Stored: spec.Image})
 		}
@@ -202,7 +107,7 @@ func (p Pod) Rewritten(latest Latest) []string {
 	var out []string
 	for _, c := range p.Containers {
 		image, declared := latest.Containers[c.Name]
-		if c.Runs && c.Recorded.Hot == nil && declared && !SameImage(image, c.Recorded.Image) {
+		if c.Runs && c.Recorded.Hot == nil && declared && !imageref.Same(image, c.Recorded.Image) {
 			out = append(out, c.Name)
 		}
 	}

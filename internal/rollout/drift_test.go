@@ -10,50 +10,6 @@ import (
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
-func TestSameImage(t *testing.T) {
-	a, b := digest("x:v1"), digest("x:v2")
-	tests := []struct {
-		recorded, inSpec string
-		want             bool
-	}{
-		// The worked cases of SameImage's doc comment.
-		{"x:v1", "x:v1", true},
-		{"nginx:1", "docker.io/library/nginx:1", true},
-		{"nginx", "index.docker.io/nginx:latest", true},
-		{"x:v1", "x:v1@" + a, true},
-		{"r.io/x:v1@" + a, "mirror.io/x@" + a, true},
-		{"x:v1", "x:v2", false},
-		{"x@" + a, "x@" + b, false},
-		{"x:v1", "mirror.io/x:v1", false},
-		{"x:v1", "x@" + a, false},
-		{"x:v1@" + a, "x:v1", false},
-		{"x:v1", "x:v1@" + a + "@" + a, false},
-
-		// The rest of the rules.
-		{"docker.io/library/nginx:1", "nginx:1", true},
-		{"team/app:1", "docker.io/team/app:1", true},
-		{"team/app:1", "docker.io/library/team/app:1", false},
-		{"nginx", "nginx@" + a, false},
-		{"nginx", "nginx:latest@" + a, true},
-		{"x:v1@" + a, "x:v2@" + a, true},
-		{"localhost:5000/x:v1", "localhost:5000/x:v1@" + a, true},
-		{"localhost:5000/x", "localhost:5000/x:latest", true},
-		{"localhost:5000/x", "localhost:5001/x", false},
-		{"r.io:443/x:v1", "r.io/x:v1", false},
-		{"x:v1", "x:v1@sha256:short", false},
-		{"x:v1", "x:", false},
-		{"x:v1", "", false},
-		{"", "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.recorded+" vs "+tt.inSpec, func(t *testing.T) {
-			if got := SameImage(tt.recorded, tt.inSpec); got != tt.want {
-				t.Errorf("SameImage(%q, %q) = %v, want %v", tt.recorded, tt.inSpec, got, tt.want)
-			}
-		})
-	}
-}
-
 // TestClassifyDrift: a sidecar image rewritten into one that means the same
 // is not drift; one that may run something else is.
 func TestClassifyDrift(t *testing.T) {

@@ -3,6 +3,7 @@ package rollout
 import (
 	"slices"
 
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -62,7 +63,7 @@ func hotPairs(rec revision.SetState) []hotPair {
 func (h hotPair) upgrading(p Pod) bool {
 	next := p.Record.Containers[h.next]
 	c, ok := p.container(next.Name)
-	return next.Hot.Version != 0 && ok && SameImage(next.Image, c.Image)
+	return next.Hot.Version != 0 && ok && imageref.Same(next.Image, c.Image)
 }
 
 // hotWrite is an image and version for one slot.
@@ -87,11 +88,11 @@ func (h hotPair) step(p Pod, target, empty string) (string, hotWrite, bool) {
 		if !s.InFlight || s.stuck() {
 			return s.Name, hotWrite{empty, 0}, true
 		}
-	case SameImage(target, s.Image):
-		if !SameImage(empty, n.Image) || next.Hot.Version != 0 {
+	case imageref.Same(target, s.Image):
+		if !imageref.Same(empty, n.Image) || next.Hot.Version != 0 {
 			return n.Name, hotWrite{empty, 0}, true
 		}
-	case !SameImage(target, n.Image) || next.Hot.Version == 0:
+	case !imageref.Same(target, n.Image) || next.Hot.Version == 0:
 		return n.Name, hotWrite{target, serving.Hot.Version + 1}, true
 	}
 	return "", hotWrite{}, false
@@ -99,7 +100,7 @@ func (h hotPair) step(p Pod, target, empty string) (string, hotWrite, bool) {
 
 // stuck reports whether the kubelet acted on c's write and could not start it.
 func (c Container) stuck() bool {
-	return c.InFlight && c.StartFailed && SameImage(c.StatusImage, c.Recorded.Image)
+	return c.InFlight && c.StartFailed && imageref.Same(c.StatusImage, c.Recorded.Image)
 }
 
 // handedOver reports whether a next slot has taken over: Complete, Ready,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -1061,7 +1062,7 @@ func TestDisruptionKept(t *testing.T) {
 		set := testSet("exporter:v1")
 		latest := NewLatest(set)
 		pod := injectedPod("p01", set)
-		pod.Spec.Containers[1].Image = "exporter@" + imageIDDigest(imageID("exporter:v1"))
+		pod.Spec.Containers[1].Image = "exporter@" + imageref.IDDigest(imageID("exporter:v1"))
 		pod.Generation++
 		p := Classify(pod, record(pod), latest)
 		if c := p.Containers[0]; c.Unacted || !slices.Equal(p.Drifted, []string{"exporter"}) {

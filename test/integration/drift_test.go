@@ -11,7 +11,7 @@ import (
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/controller"
 	"github.com/sidecarset/sidecarset/internal/fixture"
-	"github.com/sidecarset/sidecarset/internal/rollout"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 )
 
 // TestDrift: a sidecar image changed by hand on one pod (kubectl patch) is
@@ -113,7 +113,7 @@ func TestDriftRevertedAtOnce(t *testing.T) {
 		return s.DriftedPods == 0 && s.UpdatedReadyPods == pods
 	})
 	st := fixture.ContainerStatus(f.Pod("p02"), "exporter")
-	if st.State.Running == nil || !rollout.SameImage("exporter:v1", st.Image) || st.ContainerID == edited || st.RestartCount > 2 {
+	if st.State.Running == nil || !imageref.Same("exporter:v1", st.Image) || st.ContainerID == edited || st.RestartCount > 2 {
 		t.Errorf("p02 counted reverted and ready while its exporter shows %s, running %v, container %s (the edited one %s), %d restart(s); want exporter:v1 running in a new container, after at most 2 restarts\n%s",
 			st.Image, st.State.Running != nil, st.ContainerID, edited, st.RestartCount, f.Describe())
 	}

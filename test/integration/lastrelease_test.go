@@ -16,9 +16,9 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/fixture"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/manager"
 	"github.com/sidecarset/sidecarset/internal/revision"
-	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
 // lastRelease is the commit of the last release: the manager a cluster
@@ -224,7 +224,7 @@ func (f *testFixture) rollStaggered(image string, p04 func(*corev1.Pod) bool) {
 func backUnsettled(t testing.TB, set string, pod *corev1.Pod, image string) bool {
 	rec, _ := exporterRecord(t, set, pod)
 	st := fixture.ContainerStatus(pod, "exporter")
-	return fixture.Image(pod, "exporter") == image && st.State.Running != nil && rollout.SameImage(image, st.Image) &&
+	return fixture.Image(pod, "exporter") == image && st.State.Running != nil && imageref.Same(image, st.Image) &&
 		fixture.PodReady(pod) && rec.Write != nil
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/fixture"
-	"github.com/sidecarset/sidecarset/internal/rollout"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 )
 
 // podWorld follows every version of a namespace's pods and keeps what the
@@ -88,7 +88,7 @@ func (v *podWorld) assertRolled(t testing.TB, f *testFixture, image string, rest
 	t.Helper()
 	for _, p := range f.Pods() {
 		st := fixture.ContainerStatus(&p, "exporter")
-		if fixture.Image(&p, "exporter") != image || st.State.Running == nil || !rollout.SameImage(image, st.Image) || !fixture.PodReady(&p) {
+		if fixture.Image(&p, "exporter") != image || st.State.Running == nil || !imageref.Same(image, st.Image) || !fixture.PodReady(&p) {
 			t.Errorf("pod %s: exporter %s, running %s, Ready %v; want %s running, Ready", p.Name,
 				fixture.Image(&p, "exporter"), st.Image, fixture.PodReady(&p), image)
 		}
