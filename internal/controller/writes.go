@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -236,7 +235,7 @@ func (r *Reconciler) writePod(ctx context.Context, set *v1alpha1.SidecarSet, cac
 		if err := r.Client.Patch(ctx, written, patch); err != nil {
 			return nil, fmt.Errorf("patch sidecar images of %s: %w", klog.KObj(cached), err)
 		}
-		rewrites = r.recordStored(ctx, set.Name, cached, written, u)
+		rewrites = r.recordStored(ctx, set.Name, written, u)
 		r.expect(set.Name, written)
 	}
 	if len(u.Resize) == 0 {
@@ -277,17 +276,17 @@ func stampTime(now time.Time, releasedBefore *metav1.MicroTime) time.Time {
 }
 
 // recordStored records, into pod as the apiserver returned it from u's
-// write into before, the images it stored in place of those written
+// write, the images it stored in place of those written
 // (rollout.RecordStored), and returns those it recorded; pod then holds
 // what the apiserver returned again. The patch tests that the pod still
 // carries the record and the images it is made from, rather than its
 // resourceVersion: the kubelet's status writes, which follow the write at
 // once, do not refuse it, and anything else does. A record that did not
-// land leaves the pod drifted, or waiting for a restart that does not
-// come, to be written again by a later reconcile, which tries again.
-func (r *Reconciler) recordStored(ctx context.Context, setName string, before, pod *corev1.Pod, u rollout.PodUpdate) []rollout.Rewrite {
-	rec, rewrites := rollout.RecordStored(u, setName, before, pod)
-	if len(rewrites) == 0 && equality.Semantic.DeepEqual(rec, u.State) {
+// land leaves the pod drifted: driftPolicy Revert writes it again, and
+// tries again; under Report it shows drifted until the next update.
+func (r *Reconciler) recordStored(ctx context.Context, setName string, pod *corev1.Pod, u rollout.PodUpdate) []rollout.Rewrite {
+	rec, rewrites := rollout.RecordStored(u, pod)
+	if len(rewrites) == 0 {
 		return nil
 	}
 	patch, err := storedPatch(pod, setName, rec, rewrites)

@@ -279,7 +279,7 @@ func (p Pod) containerOf(pod *corev1.Pod, rc revision.ContainerState) (c Contain
 		return c, "", true
 	}
 	write := storedWrite(pod, p.Record.Write)
-	c.Complete = UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
+	c.Complete = unchanged(rc, spec, st) || UpdateComplete(rc, write, st, pod.Status.ObservedGeneration)
 	if rc.Resized && c.Complete && (!ResizeComplete(pod, spec, st, write) || p.owes(rc.Name)) {
 		c.Complete = false
 		c.ResizeOwed = p.owes(rc.Name)
@@ -295,15 +295,25 @@ func (p Pod) containerOf(pod *corev1.Pod, rc revision.ContainerState) (c Contain
 		// Someone else's change: done is that the kubelet acted on the
 		// spec, which a status from before the edit cannot tell. A kubelet
 		// reporting no generation is taken at its status: nothing else tells.
-		// A resize the write made stays the write's to wait for.
+		// A resize the write made stays the write's to wait for; one owed
+		// goes once the kubelet has acted on the edit.
 		observed := pod.Status.ObservedGeneration == 0 || pod.Status.ObservedGeneration >= pod.Generation
-		resized := !rc.Resized || ResizeComplete(pod, spec, st, nil)
-		c.Complete = c.Running && !c.Unacted && observed && resized
-		// The edit is the kubelet's next act, not a resize owed.
-		c.ResizeOwed = c.ResizeOwed && c.Complete
+		acted := c.Running && !c.Unacted && observed
+		c.ResizeOwed = acted && p.owes(rc.Name)
+		c.Complete = acted && (!rc.Resized || ResizeComplete(pod, spec, st, nil) && !c.ResizeOwed)
 	}
 	c.InFlight = !c.Complete && written(rc) && !drifted
 	return c, held, true
+}
+
+// unchanged reports whether the last write into a sidecar left its spec
+// image as its running container was started with: admission stored the
+// image the pod had (a digest pin, a mirror of the declared image, which a
+// new revision writes again), and the kubelet restarts nothing for it.
+// Not over a write in flight (Between), which the kubelet may still act on.
+func unchanged(rc revision.ContainerState, spec corev1.Container, st corev1.ContainerStatus) bool {
+	return st.State.Running != nil && rc.PreviousContainerID != "" && st.ContainerID == rc.PreviousContainerID &&
+		rc.PreviousImage != "" && rc.PreviousImage == spec.Image && len(rc.Between) == 0
 }
 
 // storedWrite returns w as the pod can show it done: a write the apiserver

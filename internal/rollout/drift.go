@@ -45,52 +45,31 @@ type Rewrite struct {
 	Written, Stored string
 }
 
-// RecordStored returns the record u wrote into before as setName's, with,
-// for each container u wrote, the image the apiserver stored instead when
-// admission rewrote it into drift (a mirror by tag), and those rewrites:
-// recorded as written, driftPolicy Revert would write it back, to be
-// rewritten, for ever. Where admission made the write of a container a
-// no-op (stored is the image before had: a new revision writes every image
-// it declares), nothing replaces the container: what before's record said
-// of it stands, with u's resize. stored is the pod the apiserver returned.
-// u is not modified.
+// RecordStored returns the record u wrote with, for each container u
+// wrote, the image the apiserver stored instead when admission rewrote it
+// into drift (a mirror by tag), and those rewrites: recorded as written,
+// driftPolicy Revert would write it back, to be rewritten, for ever.
+// stored is the pod the apiserver returned. u is not modified.
 //
-// Worked cases, u writes exporter:v1 over exporter:v0:
+// Worked cases, u writes exporter:v1:
 //
 //	stored                        record                       rewrites
 //	exporter:v1                   exporter:v1                  none
 //	exporter:v1@sha256:aaa…       exporter:v1                  none: it means what was written
 //	mirror.example/exporter:v1    mirror.example/exporter:v1   exporter:v1 as mirror.example/exporter:v1
-//
-// and over a pod whose exporter the same policy made the stored image
-// already, the record keeps what it said of exporter's container.
-func RecordStored(u PodUpdate, setName string, before, stored *corev1.Pod) (revision.SetState, []Rewrite) {
+func RecordStored(u PodUpdate, stored *corev1.Pod) (revision.SetState, []Rewrite) {
 	rec := u.State
 	rec.Containers = slices.Clone(rec.Containers)
-	state, _ := revision.Decode(before.Annotations)
 	var rewrites []Rewrite
 	for _, w := range u.Containers {
 		spec, _, found := specContainer(stored, w.Name)
-		if !found {
+		if !found || imageref.Same(w.Image, spec.Image) {
 			continue
 		}
-		rewritten := !imageref.Same(w.Image, spec.Image)
-		if rewritten {
-			rewrites = append(rewrites, Rewrite{Container: w.Name, Written: w.Image, Stored: spec.Image})
-		}
-		was, _, _ := specContainer(before, w.Name)
-		prior, recorded := state[setName].Container(w.Name)
+		rewrites = append(rewrites, Rewrite{Container: w.Name, Written: w.Image, Stored: spec.Image})
 		for i := range rec.Containers {
-			rc := &rec.Containers[i]
-			if rc.Name != w.Name {
-				continue
-			}
-			if rewritten {
-				rc.Image = spec.Image
-			}
-			if was.Image == spec.Image && recorded {
-				rc.PreviousContainerID, rc.PreviousImageID, rc.PreviousImage = prior.PreviousContainerID, prior.PreviousImageID, prior.PreviousImage
-				rc.NoneRan, rc.Between = prior.NoneRan, prior.Between
+			if rec.Containers[i].Name == w.Name {
+				rec.Containers[i].Image = spec.Image
 			}
 		}
 	}

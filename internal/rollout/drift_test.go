@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/testutil"
 )
 
 // TestClassifyDrift: a sidecar image rewritten into one that means the same
@@ -123,11 +126,8 @@ func TestRecordStored(t *testing.T) {
 		// containers are the ones the update writes.
 		containers       []ContainerImage
 		exporter, native string
-		// before is exporter's image before the write: exporter:v0 unless
-		// said.
-		before   string
-		want     revision.SetState
-		rewrites []Rewrite
+		want             revision.SetState
+		rewrites         []Rewrite
 	}{
 		// The worked cases of RecordStored's doc comment.
 		{
@@ -145,25 +145,6 @@ func TestRecordStored(t *testing.T) {
 			exporter: "mirror.example/exporter:v1", native: "fluent-bit:3.1",
 			want:     rec("mirror.example/exporter:v1", "fluent-bit:3.1"),
 			rewrites: []Rewrite{{Container: "exporter", Written: "exporter:v1", Stored: "mirror.example/exporter:v1"}},
-		},
-		{
-			// A new revision writes every image it declares; admission
-			// makes this one what the pod had: nothing replaces it.
-			name: "moved to the mirror image the pod had", containers: written[:1],
-			exporter: "mirror.example/exporter:v1", native: "fluent-bit:3.1", before: "mirror.example/exporter:v1",
-			want: revision.SetState{Revision: "s-1", Hash: "h", Containers: []revision.ContainerState{
-				{Name: "exporter", Image: "mirror.example/exporter:v1"},
-				{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
-			}},
-			rewrites: []Rewrite{{Container: "exporter", Written: "exporter:v1", Stored: "mirror.example/exporter:v1"}},
-		},
-		{
-			name: "pinned to the digest the pod had", containers: written[:1],
-			exporter: pinned, native: "fluent-bit:3.1", before: pinned,
-			want: revision.SetState{Revision: "s-1", Hash: "h", Containers: []revision.ContainerState{
-				{Name: "exporter", Image: "exporter:v1"},
-				{Name: "shipper", Init: true, Image: "fluent-bit:3.1"},
-			}},
 		},
 		{
 			name: "a native sidecar moved too", containers: written,
@@ -184,11 +165,7 @@ func TestRecordStored(t *testing.T) {
 			pod.Spec.Containers[1].Image = tt.exporter
 			pod.Spec.InitContainers[0].Image = tt.native
 			u := PodUpdate{Pod: key("p01"), Action: ActionRevertDrift, Containers: tt.containers, State: rec("exporter:v1", "fluent-bit:3.1")}
-			before := injectedPod("p01", testSet("exporter:v0"))
-			if tt.before != "" {
-				before.Spec.Containers[1].Image = tt.before
-			}
-			got, rewrites := RecordStored(u, setName, before, pod)
+			got, rewrites := RecordStored(u, pod)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("record (-want +got):\n%s", diff)
 			}
@@ -249,5 +226,59 @@ func TestRewritten(t *testing.T) {
 				t.Errorf("Rewritten (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestWriteAdmissionMadeANoOp: a policy rewrote exporter's image when the
+// pod was created (a digest pin, a mirror by tag), and the webhook recorded
+// what was stored. A new revision changes shipper only and writes exporter's
+// declared image too, which the policy stores as the image the pod has: the
+// kubelet restarts shipper alone. Exporter is complete as it runs, whether
+// or not the record of what was stored landed after the write, on a kubelet
+// that reports its generation or not. (It was awaited for ever, and the
+// rollout stalled.)
+func TestWriteAdmissionMadeANoOp(t *testing.T) {
+	v2 := testutil.SidecarSet(setName).
+		Selector(map[string]string{"app": "db"}).
+		Container("exporter", "exporter:v1").
+		InitContainers(testutil.Container("shipper", "fluent-bit:3.2").RestartAlways().Sidecar("")).
+		MinReadySeconds(0).
+		Obj()
+	latest := NewLatest(v2)
+	for _, stored := range []string{"exporter:v1@" + digest("exporter:v1"), "mirror.example/exporter:v1"} {
+		for _, recorded := range []bool{true, false} {
+			for _, observed := range []bool{true, false} {
+				name := fmt.Sprintf("%s, stored recorded %v, generation observed %v", stored, recorded, observed)
+				t.Run(name, func(t *testing.T) {
+					pod := injectedPod("p01", testSet("exporter:v1"))
+					pod.Spec.Containers[1].Image = stored
+					pod.Status.ContainerStatuses[1] = running("exporter", stored)
+					rec := record(pod)
+					rec.Containers[0].Image = stored
+					setRecord(pod, rec)
+					plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+					if len(plan.Updates) != 1 || !slices.ContainsFunc(plan.Updates[0].Containers, func(c ContainerImage) bool { return c.Name == "exporter" }) {
+						t.Fatalf("updates %+v, want one writing exporter:v1 too", plan.Updates)
+					}
+					u := plan.Updates[0]
+					applyUpdate(pod, u)
+					pod.Spec.Containers[1].Image = stored
+					if rec, rewrites := RecordStored(u, pod); recorded && len(rewrites) > 0 {
+						setRecord(pod, rec)
+					}
+					swap(pod)
+					setReady(pod, true)
+					pod.Status.ObservedGeneration = 0
+					if observed {
+						pod.Status.ObservedGeneration = pod.Generation
+					}
+					p := Classify(pod, record(pod), latest)
+					if exporter, _ := p.container("exporter"); !exporter.Complete || !p.Back || p.Disrupting {
+						t.Errorf("exporter %+v\npod back %v, disrupting %v: want exporter complete as it runs, and the pod back",
+							exporter, p.Back, p.Disrupting)
+					}
+				})
+			}
+		}
 	}
 }

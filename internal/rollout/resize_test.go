@@ -323,6 +323,29 @@ func TestHandEditOverAResize(t *testing.T) {
 	}
 }
 
+// TestHandEditOverALostResize: as TestHandEditOverAResize, but the resize
+// after the record was lost: the spec never got the resources. The pod
+// keeps its slot, and the owed resize goes within it.
+func TestHandEditOverALostResize(t *testing.T) {
+	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
+	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
+	pod := guaranteedPod("p01", v1)
+	latest := resizableLatest(v2, v1)
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
+	applyUpdate(pod, plan.Updates[0])
+	pod.Status.ObservedGeneration = 0
+	pod.Spec.Containers[1].Image = "exporter:v1"
+
+	p := Classify(pod, record(pod), latest)
+	if p.Back || p.Ready || !p.Disrupting || len(p.ResizeOwed) != 1 {
+		t.Fatalf("%+v: want it counted, owing its resize", p)
+	}
+	plan, _ = Next(Input{Latest: latest, Pods: []Pod{p}})
+	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionResize || plan.Updates[0].Disrupts {
+		t.Errorf("updates %+v, want the owed resize, within the pod's slot", plan.Updates)
+	}
+}
+
 // TestPausedResizeOwedByADuePod: a pod owing its write's resize is due for
 // a newer revision when the rollout is paused (by hand, or by itself on a
 // stall). The update waits; the resize goes within the pod's slot, which
