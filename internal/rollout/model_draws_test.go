@@ -17,8 +17,9 @@ import (
 // draw from rapid and append to the model's trace. A trace replayed
 // (TestModelKept) gives each draw the next value recorded under its label,
 // so a kept case outlives changes to the generator that a seed would not:
-// a draw the trace lacks (one added since) takes its first value, the one
-// that leaves the model as it was before that draw was added.
+// a draw the trace lacks (one added since, or one past its end) takes its
+// quiet value, the one that leaves the model as it was before that draw
+// was added: its first, unless intnOr says otherwise.
 type draw struct{ label, value string }
 
 // formatTrace writes trace as "label=value label=value …".
@@ -57,10 +58,14 @@ func (m *model) next(label, def string) string {
 func (m *model) note(label, value string) { m.trace = append(m.trace, draw{label, value}) }
 
 // intn draws an int in [lo, hi].
-func (m *model) intn(lo, hi int, label string) int {
+func (m *model) intn(lo, hi int, label string) int { return m.intnOr(lo, hi, lo, label) }
+
+// intnOr draws an int in [lo, hi] that a replay the trace lacks takes as
+// def: for a draw whose first value is not the quiet one.
+func (m *model) intnOr(lo, hi, def int, label string) int {
 	var v int
 	if m.replay != nil {
-		v, _ = strconv.Atoi(m.next(label, strconv.Itoa(lo)))
+		v, _ = strconv.Atoi(m.next(label, strconv.Itoa(def)))
 		v = min(max(v, lo), hi)
 	} else {
 		v = rapid.IntRange(lo, hi).Draw(m.t, label)

@@ -125,6 +125,10 @@ var modelKept = []struct {
 		"resize alone into p05, down for an earlier write, was lost, and the model held p05 down until the resize " +
 		"landed, though it had turned ready and served (s0 disrupts p01 with [p00 p05] down already, maxUnavailable 2)",
 		"sets=3 s0-groups=c,b s0-native=0 s0-init=1 s0-hot=0 s0-maxUnavailable=2 s0-minReadySeconds=0 s0-deadline=291 s0-order=3 s0-scatter-group=0 s0-driftPolicy=1 s1-groups=c s1-native=1 s1-init=0 s1-hot=0 s1-maxUnavailable=1 s1-minReadySeconds=2 s1-deadline=30 s1-order=1 s1-weight=3 s1-weight-group=0 s1-driftPolicy=1 s2-groups=b,c s2-native=1 s2-init=1 s2-hot=1 s2-maxUnavailable=2 s2-minReadySeconds=2 s2-deadline=300 s2-order=1 s2-weight=50 s2-weight-group=0 s2-driftPolicy=0 pods=9 group=1 neverReady=5 node=1 oldKubelet=4 group=1 neverReady=5 node=2 oldKubelet=0 group=1 neverReady=1 node=1 oldKubelet=3 group=0 neverReady=1 node=0 oldKubelet=4 group=0 neverReady=0 node=1 oldKubelet=1 group=2 neverReady=3 node=1 oldKubelet=4 group=0 neverReady=0 node=0 oldKubelet=3 group=2 neverReady=0 node=0 oldKubelet=3 group=1 neverReady=5 node=2 oldKubelet=3 budgets=1 budget-group=0 budget-maxUnavailable=2 warm=1 warm=0 warm=0 warm=0 warm=0 warm=0 warm=0 warm=1 warm=0 warm=0 warm=0 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=0 steps=61 action=0 pod=7 action=11 pod=1 action=5 set=1 lag=0 action=1 pod=5 action=7 set=0 container=0 version=2 image-kind=0 action=4 set=0 lag=0 action=4 set=2 lag=0 action=2 pod=8 warm=0 action=6 budget=0 action=3 warm=1 warm=1 warm=1 warm=1 warm=0 action=12 set=2 native-memory=1 memory=2 action=8 set=2 strategy=2 partition=6 action=10 group=0 neverReady=1 node=2 oldKubelet=1 warm=0 action=1 pod=4 action=11 pod=8 action=4 set=0 lag=0 action=10 group=0 neverReady=1 node=0 oldKubelet=2 warm=0 action=3 action=12 set=1 native-memory=0 memory=2 action=10 group=1 neverReady=5 node=1 oldKubelet=0 warm=0 warm=1 warm=1 warm=1 warm=1 warm=1 action=4 set=1 lag=2 resize-lost=1 action=14 pod=5 flaps=1 action=1 pod=4 action=14 pod=0 flaps=1 action=10 group=0 neverReady=3 node=1 oldKubelet=2 warm=0 action=0 pod=6 action=14 pod=7 flaps=5 action=11 pod=10 action=4 set=2 lag=2 action=10 group=2 neverReady=1 node=0 oldKubelet=0 warm=1 warm=0 warm=1 warm=0 warm=1 warm=0 warm=0 warm=0 action=0 pod=0 action=11 pod=1 action=0 pod=10 action=10 action=0 pod=4 action=0 pod=10 action=5 set=0 lag=2 action=6 budget=0 action=12 set=0 memory=2 action=0 pod=12 action=12 set=1 native-memory=1 memory=1 action=4 set=1 lag=0 resize-lost=3 resize-lost=1 action=8 set=1 strategy=1 action=0 pod=2 action=4 set=2 lag=2 action=5 set=0 lag=2 resize-lost=3 resize-lost=3 resize-lost=0 resize-lost=0 resize-lost=3 resize-lost=0 action=3 action=6 budget=0 action=5 set=2 lag=2 action=3 action=8 set=0 strategy=1 action=1 pod=12 action=4 set=2 lag=0 action=4 set=0 lag=0 action=11 pod=8 action=10 action=0 pod=3 action=0 pod=11 action=0 pod=2 action=8 set=0 strategy=1 action=0 pod=11 resize-lost=2 resize-lost=1 resize-lost=0 resize-lost=3 warm=0 warm=0 warm=1 warm=0 warm=0 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 resize-lost=0 resize-lost=1 warm=0 warm=1 resize-lost=3 warm=1 warm=1 resize-lost=1 warm=0 warm=1 warm=1 resize-lost=1 resize-lost=1 warm=0 warm=1 warm=1 warm=1 resize-lost=0 resize-lost=1 warm=1 warm=1 warm=1 warm=0 resize-lost=1 warm=1 warm=1 warm=1 resize-lost=1 resize-lost=1 warm=0 warm=1 warm=0 warm=0 warm=0 warm=0 warm=0 warm=1 warm=1 warm=1 warm=1 warm=1"},
+	{"the model counted the restart a hand edit made of a HotUpgrade sidecar's idle slot in the wait of the set's " +
+		"write: its minReadySeconds ran from that restart, and the model held p00 down after the planner released it " +
+		"(s0's record of p00 says its write released, which the world says has it down)",
+		"n0-skew=1 n1-skew=1 n2-skew=0 sets=1 s0-groups=a,c s0-native=1 s0-init=0 s0-hot=1 s0-maxUnavailable=1 s0-minReadySeconds=3 s0-deadline=300 s0-order=1 s0-weight=69 s0-weight-group=0 s0-driftPolicy=1 pods=10 group=0 neverReady=2 node=2 oldKubelet=4 group=0 neverReady=4 node=2 oldKubelet=2 group=0 neverReady=5 node=2 oldKubelet=3 group=1 neverReady=4 node=2 oldKubelet=0 group=2 neverReady=3 node=1 oldKubelet=4 group=2 neverReady=5 node=1 oldKubelet=4 group=0 neverReady=1 node=2 oldKubelet=1 group=2 neverReady=0 node=0 oldKubelet=3 group=0 neverReady=1 node=1 oldKubelet=3 group=0 neverReady=3 node=0 oldKubelet=2 budgets=0 warm=1 warm=1 warm=0 warm=1 warm=1 warm=0 warm=0 warm=0 warm=1 warm=0 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 warm=1 warm=0 warm=0 warm=1 warm=1 warm=0 warm=0 warm=1 warm=1 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=0 steps=24 action=1 pod=2 action=0 pod=0 action=0 pod=0 action=9 action=10 group=1 neverReady=3 node=1 oldKubelet=1 warm=0 action=0 pod=1 action=14 pod=4 flaps=0 action=2 pod=0 action=9 action=11 pod=1 edited=1 edit=1 action=0 pod=9 action=1 pod=4 action=0 pod=0 action=10 group=0 neverReady=0 node=2 oldKubelet=1 warm=1 warm=0 warm=0 warm=0 warm=0 action=12 set=0 native-memory=0 memory=2 action=1 pod=4 action=0 pod=1 action=4 set=0 lag=2 resize-lost=1 resize-lost=0 resize-lost=3 resize-lost=1 resize-lost=0 resize-lost=2 action=11 pod=0 edited=3 edit=0 action=8 set=0 strategy=1 action=0 pod=9 action=14 pod=2 flaps=2 action=1 pod=6 action=1 pod=1 warm=0 resize-lost=1 resize-lost=1 warm=0 warm=0 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 resize-lost=0"},
 }
 
 // TestModelView: the model's cache lags and never goes back (view).
@@ -303,6 +307,9 @@ type mpod struct {
 	// replaces: the pod was created in place of an evicted one and has not
 	// been ready yet; its budget counts it unhealthy.
 	replaces bool
+	// edited names the sidecars whose image a hand edit set last: their
+	// restarts are the edit's, not a set's write's.
+	edited map[string]bool
 }
 
 type mbudget struct {
@@ -498,7 +505,7 @@ func (m *model) newPod(name, group string, neverReady bool) *mpod {
 	state, _ = rollout.RecordAdmitted(state, pod)
 	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(state)
 	pod.Annotations[v1alpha1.AnnotationInjected] = revision.InjectedNames(state)
-	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, renewed: map[string]bool{}, owedMemory: map[string]string{}, oldKubelet: m.intn(0, 4, "oldKubelet") == 0}
+	p := &mpod{pod: pod, neverReady: neverReady, disrupted: map[string]time.Duration{}, renewed: map[string]bool{}, owedMemory: map[string]string{}, edited: map[string]bool{}, oldKubelet: m.intn(0, 4, "oldKubelet") == 0}
 	for _, c := range pod.Spec.InitContainers {
 		p.ctrs = append(p.ctrs, &mctr{name: c.Name, init: true, runs: c.RestartPolicy != nil})
 	}
@@ -794,13 +801,14 @@ func (m *model) nodeTime(p *mpod, t time.Time) metav1.Time {
 }
 
 // readyFor reports whether p has been ready for d, counted from its turn to
-// ready and the start of every running sidecar of set. A node clock behind
+// ready and the start of every running sidecar of set but those a hand
+// edit restarted, which are the edit's. A node clock behind
 // the manager's shortens d by as much (as documented): the manager reads
 // those times by its own clock.
 func (m *model) readyFor(p *mpod, set string, d time.Duration) bool {
 	since := p.readySince
 	for _, c := range p.ctrs {
-		if c.runs && c.instance > 0 && strings.HasPrefix(c.name, set+"-") && c.started.After(since) {
+		if c.runs && c.instance > 0 && strings.HasPrefix(c.name, set+"-") && !p.edited[c.name] && c.started.After(since) {
 			since = c.started
 		}
 	}
@@ -1104,7 +1112,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	// refusal): a later ActionResize writes it. A lost one disrupts the
 	// pod all the same, as the contract counts it: the write holds the pod
 	// from its record until it is done.
-	resized := len(u.Resize) > 0 && m.intn(0, 3, "resize-lost") > 0
+	resized := len(u.Resize) > 0 && m.intnOr(0, 3, 1, "resize-lost") > 0
 	for _, r := range u.Resize {
 		if r.Name == "app" {
 			m.t.Fatalf("%s resized the app container of %s", s.set.Name, p.pod.Name)
@@ -1128,6 +1136,7 @@ func (m *model) write(s *mset, viewed *corev1.Pod, lost map[string]bool, u rollo
 	}
 	for _, c := range slices.Concat(written.Spec.InitContainers, written.Spec.Containers) {
 		if was := specImage(p.pod, c.Name); was != c.Image {
+			delete(p.edited, c.Name)
 			if c.Name == "app" {
 				m.t.Fatalf("%s wrote the app container of %s", s.set.Name, p.pod.Name)
 			}
@@ -1598,6 +1607,7 @@ func (m *model) editByHand(p *mpod) {
 		for i := range cs {
 			if cs[i].Name == name && cs[i].Image != image {
 				cs[i].Image = image
+				p.edited[name] = true
 				p.pod.Generation++
 				m.bump(p.pod)
 			}
