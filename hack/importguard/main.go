@@ -27,6 +27,7 @@ import (
 
 // purePackages are the packages that must not depend on a client.
 var purePackages = []string{
+	"github.com/sidecarset/sidecarset/internal/adopt/...",
 	"github.com/sidecarset/sidecarset/internal/imageref/...",
 	"github.com/sidecarset/sidecarset/internal/inject/...",
 	"github.com/sidecarset/sidecarset/internal/policy/...",

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/adopt"
 	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/revision"
 	"github.com/sidecarset/sidecarset/internal/rollout"
@@ -303,10 +304,10 @@ func (r *Reconciler) adopt(ctx context.Context, set *v1alpha1.SidecarSet, key ty
 			return client.IgnoreNotFound(err)
 		}
 		res.uid, res.resourceVersion = pod.UID, pod.ResourceVersion
-		if !rollout.MemberOf(pod, set, canaries, ns, r.injectOptions()).MayAdopt() || !rollout.Adoptable(pod, set) {
+		if !rollout.MemberOf(pod, set, canaries, ns, r.injectOptions()).MayAdopt() || !adopt.Adoptable(pod, set) {
 			return nil
 		}
-		state, err := revision.Put(pod.Annotations, set.Name, rollout.AdoptionRecord(pod, set))
+		state, err := revision.Put(pod.Annotations, set.Name, adopt.AdoptionRecord(pod, set))
 		if err != nil {
 			// A record annotation that does not decode stays as it is until
 			// the pod changes: judged not adoptable at this version.

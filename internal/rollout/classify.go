@@ -530,11 +530,12 @@ func (p Pod) container(name string) (Container, bool) {
 
 // specContainer finds a container by name in containers or initContainers.
 func specContainer(pod *corev1.Pod, name string) (corev1.Container, bool, bool) {
-	if c, ok := byName(pod.Spec.Containers, name); ok {
-		return c, false, true
+	named := func(c corev1.Container) bool { return c.Name == name }
+	if i := slices.IndexFunc(pod.Spec.Containers, named); i >= 0 {
+		return pod.Spec.Containers[i], false, true
 	}
-	if c, ok := byName(pod.Spec.InitContainers, name); ok {
-		return c, true, true
+	if i := slices.IndexFunc(pod.Spec.InitContainers, named); i >= 0 {
+		return pod.Spec.InitContainers[i], true, true
 	}
 	return corev1.Container{}, false, false
 }

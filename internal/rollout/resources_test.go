@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/adopt"
 	"github.com/sidecarset/sidecarset/internal/inject"
 	"github.com/sidecarset/sidecarset/internal/testutil"
 )
@@ -54,7 +55,7 @@ func TestClassifyResourcesPolicy(t *testing.T) {
 	adopting.Spec.AdoptionPolicy = v1alpha1.AdoptSameName
 	unrecorded := pod.DeepCopy()
 	unrecorded.Annotations = nil
-	if !Adoptable(unrecorded, adopting) {
+	if !adopt.Adoptable(unrecorded, adopting) {
 		t.Errorf("a pod with the sidecars and their computed resources is not adoptable")
 	}
 }

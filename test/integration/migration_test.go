@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/adopt"
 	"github.com/sidecarset/sidecarset/internal/cli"
 	"github.com/sidecarset/sidecarset/internal/controller"
 	"github.com/sidecarset/sidecarset/internal/fixture"
 	"github.com/sidecarset/sidecarset/internal/revision"
-	"github.com/sidecarset/sidecarset/internal/rollout"
 )
 
 // kruiseCRD is OpenKruise's SidecarSet resource, enough to store its objects:
@@ -122,7 +122,7 @@ func (f *testFixture) kruisePod(name, image string) *corev1.Pod {
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{host}
 	exporter := corev1.Container{Name: "exporter", Image: image, Env: []corev1.EnvVar{
 		{Name: "EXPORTER_PORT", Value: "9104"},
-		{Name: rollout.KruiseInjectedEnv, Value: "true"},
+		{Name: adopt.KruiseInjectedEnv, Value: "true"},
 		host,
 	}}
 	pod.Spec.Containers = append([]corev1.Container{exporter}, pod.Spec.Containers...)
@@ -130,7 +130,7 @@ func (f *testFixture) kruisePod(name, image string) *corev1.Pod {
 		return `{"` + f.Set + `":{"updateTimestamp":"2026-01-02T03:04:05Z","hash":"7f9c4b2dx8w5v6z4","sidecarSetName":"` + f.Set + `","sidecarList":["exporter"]` + extra + `}}`
 	}
 	pod.Annotations = map[string]string{
-		rollout.KruiseHashAnnotation:              record(`,"controllerRevision":"` + f.Set + `-6d4f9c8b7"`),
+		adopt.KruiseHashAnnotation:                record(`,"controllerRevision":"` + f.Set + `-6d4f9c8b7"`),
 		"kruise.io/sidecarset-hash-without-image": record(""),
 		"kruise.io/sidecarset-injected-list":      f.Set,
 	}
@@ -247,7 +247,7 @@ func TestMigration(t *testing.T) {
 		return fixture.Complete(4)(s) && s.UnmanagedPods == 0 && s.SkippedPods == 0
 	})
 	f.WaitPodEvent("p04", controller.ReasonAdopted)
-	if env := exporterEnv(f.Pod("p04")); !strings.Contains(env, rollout.KruiseInjectedEnv) {
+	if env := exporterEnv(f.Pod("p04")); !strings.Contains(env, adopt.KruiseInjectedEnv) {
 		t.Errorf("pod p04: exporter env %s, want OpenKruise's, untouched by sidecarset's webhook", env)
 	}
 

@@ -1,4 +1,8 @@
-package rollout
+// Package adopt decides whether a SidecarSet with adoptionPolicy SameName
+// takes over a running pod that already runs its sidecars (one injected by
+// OpenKruise, or by hand), and writes the record it then gets, without a
+// restart. It never reads or writes the cluster.
+package adopt
 
 import (
 	"slices"

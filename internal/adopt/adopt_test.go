@@ -1,6 +1,7 @@
-package rollout
+package adopt
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,8 +11,57 @@ import (
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
 	"github.com/sidecarset/sidecarset/internal/revision"
+	"github.com/sidecarset/sidecarset/internal/rollout"
 	"github.com/sidecarset/sidecarset/internal/testutil"
 )
+
+const (
+	setName = "mysql-sidecars"
+	testNS  = "db"
+)
+
+// testSet declares exporter on image and the native sidecar shipper.
+func testSet(image string) *v1alpha1.SidecarSet {
+	return testutil.SidecarSet(setName).
+		Selector(map[string]string{"app": "db"}).
+		Container("exporter", image).
+		InitContainers(testutil.Container("shipper", "fluent-bit:3.1").RestartAlways().Sidecar("")).
+		MinReadySeconds(0).
+		Obj()
+}
+
+// running is the status of a container running image, ready.
+func running(name, image string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{
+		Name:        name,
+		Image:       image,
+		ImageID:     "registry.example/sidecar@sha256:" + strings.Repeat("a", 64),
+		ContainerID: "containerd://" + name + "-0",
+		Ready:       true,
+		State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+	}
+}
+
+func setReady(pod *corev1.Pod) {
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+}
+
+func setRecord(pod *corev1.Pod, rec revision.SetState) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[v1alpha1.AnnotationState] = revision.Encode(revision.State{setName: rec})
+}
+
+// verdict is what rollout.Classify says of a pod, in brief.
+type verdict struct {
+	Updated, Updating, Upgradable, PodReady, Ready bool
+	Drifted                                        []string
+}
+
+func verdictOf(p rollout.Pod) verdict {
+	return verdict{p.Updated, p.Updating, p.Upgradable, p.PodReady, p.Ready, p.Drifted}
+}
 
 // adoptSet declares exporter (with a probe, a port, an env from a field and
 // a memory limit, all of which the apiserver defaults) and the native sidecar
@@ -296,7 +346,7 @@ func TestAdoptable(t *testing.T) {
 // is older, updated when it is the declared one, upgradable either way.
 func TestAdoptionRecord(t *testing.T) {
 	set := adoptSet("exporter:v2")
-	latest := NewLatest(set)
+	latest := rollout.NewLatest(set)
 	tests := []struct {
 		image string
 		want  verdict
@@ -326,7 +376,7 @@ func TestAdoptionRecord(t *testing.T) {
 
 // checkAdoptionRecord adopts pod, running and ready, into set and checks
 // the record and how the pod is classified then.
-func checkAdoptionRecord(t *testing.T, set *v1alpha1.SidecarSet, pod *corev1.Pod, latest Latest, want verdict, wantContainers []revision.ContainerState) {
+func checkAdoptionRecord(t *testing.T, set *v1alpha1.SidecarSet, pod *corev1.Pod, latest rollout.Latest, want verdict, wantContainers []revision.ContainerState) {
 	t.Helper()
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, running(c.Name, c.Image))
@@ -334,7 +384,7 @@ func checkAdoptionRecord(t *testing.T, set *v1alpha1.SidecarSet, pod *corev1.Pod
 	for _, c := range pod.Spec.InitContainers {
 		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, running(c.Name, c.Image))
 	}
-	setReady(pod, true)
+	setReady(pod)
 
 	rec := AdoptionRecord(pod, set)
 	if diff := cmp.Diff(wantContainers, rec.Containers); diff != "" {
@@ -343,7 +393,7 @@ func checkAdoptionRecord(t *testing.T, set *v1alpha1.SidecarSet, pod *corev1.Pod
 	if rec.ImagelessHash != latest.ImagelessHash || rec.Revision != setName+"-"+rec.Hash {
 		t.Errorf("record %+v, want imageless hash %s and revision named after its hash", rec, latest.ImagelessHash)
 	}
-	if diff := cmp.Diff(want, verdictOf(Classify(pod, rec, latest))); diff != "" {
+	if diff := cmp.Diff(want, verdictOf(rollout.Classify(pod, rec, latest))); diff != "" {
 		t.Errorf("classified after adoption (-want +got):\n%s", diff)
 	}
 }
