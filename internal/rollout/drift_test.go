@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -231,8 +232,9 @@ func TestRewritten(t *testing.T) {
 
 // TestWriteAdmissionMadeANoOp: a policy rewrote exporter's image when the
 // pod was created (a digest pin, a mirror by tag), and the webhook recorded
-// what was stored. A new revision changes shipper only and writes exporter's
-// declared image too, which the policy stores as the image the pod has: the
+// what was stored. A new revision changes shipper only. Over the mirror it
+// writes exporter's declared image too, which the policy stores as the
+// image the pod has; a pin means the declared image, and is kept. The
 // kubelet restarts shipper alone. Exporter is complete as it runs, whether
 // or not the record of what was stored landed after the write, on a kubelet
 // that reports its generation or not. (It was awaited for ever, and the
@@ -245,20 +247,29 @@ func TestWriteAdmissionMadeANoOp(t *testing.T) {
 		MinReadySeconds(0).
 		Obj()
 	latest := NewLatest(v2)
-	for _, stored := range []string{"exporter:v1@" + digest("exporter:v1"), "mirror.example/exporter:v1"} {
+	pinned, mirror := "exporter:v1@"+digest("exporter:v1"), "mirror.example/exporter:v1"
+	// The record holds what the webhook recorded, or, after a write of
+	// exporter:v1 that a pin kept, what was written (RecordStored).
+	for _, images := range [][2]string{{pinned, pinned}, {pinned, "exporter:v1"}, {mirror, mirror}} {
+		stored, inRecord := images[0], images[1]
 		for _, recorded := range []bool{true, false} {
 			for _, observed := range []bool{true, false} {
-				name := fmt.Sprintf("%s, stored recorded %v, generation observed %v", stored, recorded, observed)
+				name := fmt.Sprintf("%s recorded as %s, stored recorded %v, generation observed %v", stored, inRecord, recorded, observed)
 				t.Run(name, func(t *testing.T) {
 					pod := injectedPod("p01", testSet("exporter:v1"))
 					pod.Spec.Containers[1].Image = stored
 					pod.Status.ContainerStatuses[1] = running("exporter", stored)
 					rec := record(pod)
-					rec.Containers[0].Image = stored
+					rec.Containers[0].Image = inRecord
 					setRecord(pod, rec)
 					plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-					if len(plan.Updates) != 1 || !slices.ContainsFunc(plan.Updates[0].Containers, func(c ContainerImage) bool { return c.Name == "exporter" }) {
-						t.Fatalf("updates %+v, want one writing exporter:v1 too", plan.Updates)
+					if len(plan.Updates) != 1 {
+						t.Fatalf("updates %+v, want one", plan.Updates)
+					}
+					// A pin means the declared image: it is not written again.
+					mirrored := strings.HasPrefix(stored, "mirror")
+					if slices.ContainsFunc(plan.Updates[0].Containers, func(c ContainerImage) bool { return c.Name == "exporter" }) != mirrored {
+						t.Errorf("update %+v: want exporter:v1 written only over the mirror's image", plan.Updates[0])
 					}
 					u := plan.Updates[0]
 					applyUpdate(pod, u)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarset/sidecarset/api/v1alpha1"
+	"github.com/sidecarset/sidecarset/internal/imageref"
 	"github.com/sidecarset/sidecarset/internal/revision"
 )
 
@@ -671,7 +672,9 @@ func updateOf(p Pod, latest Latest) PodUpdate {
 		image, declared := latest.Containers[rc.Name]
 		switch {
 		case !inSpec || !c.Runs:
-		case declared && c.Image != image:
+		case declared && !imageref.Same(image, c.Image):
+			// (Not an image of the same meaning that admission made of
+			// it: a digest pin. Written again, it would be stored as is.)
 			rc = written1(c, rc)
 			rc.Image = image
 			u.Containers = append(u.Containers, ContainerImage{Name: c.Name, Init: c.Init, Image: image})
