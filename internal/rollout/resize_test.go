@@ -296,22 +296,33 @@ func TestResizeAfterLostResize(t *testing.T) {
 	}
 }
 
-// TestHandEditOverAResize: a write changes exporter's image and resizes
-// it; before the kubelet acts (it reports no generation), someone sets the
-// image back by hand. The image is now someone else's, but the resize the
-// spec holds is still the write's: the pod is not back, and counts, until
-// the status shows the new resources.
-func TestHandEditOverAResize(t *testing.T) {
+// handEditedOverResize returns p01, written exporter:v2 over v1 with a
+// resize from 250m/64Mi to 500m/128Mi (lost: its call did not land), and
+// edited back to exporter:v1 by hand before the kubelet, which reports no
+// generation, acted on either; with the latest revision, v2.
+func handEditedOverResize(lost bool) (*corev1.Pod, Latest) {
 	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
 	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
 	pod := guaranteedPod("p01", v1)
 	latest := resizableLatest(v2, v1)
 	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
 	applyUpdate(pod, plan.Updates[0])
-	*pod = *Resize(pod, plan.Updates[0])
-	pod.Generation++
+	if !lost {
+		*pod = *Resize(pod, plan.Updates[0])
+		pod.Generation++
+	}
 	pod.Status.ObservedGeneration = 0
 	pod.Spec.Containers[1].Image = "exporter:v1"
+	return pod, latest
+}
+
+// TestHandEditOverAResize: a write changes exporter's image and resizes
+// it; before the kubelet acts (it reports no generation), someone sets the
+// image back by hand. The image is now someone else's, but the resize the
+// spec holds is still the write's: the pod is not back, and counts, until
+// the status shows the new resources.
+func TestHandEditOverAResize(t *testing.T) {
+	pod, latest := handEditedOverResize(false)
 
 	if p := Classify(pod, record(pod), latest); p.Back || p.Ready || !p.Disrupting {
 		t.Errorf("%+v: back before the kubelet resized it", p)
@@ -327,20 +338,12 @@ func TestHandEditOverAResize(t *testing.T) {
 // after the record was lost: the spec never got the resources. The pod
 // keeps its slot, and the owed resize goes within it.
 func TestHandEditOverALostResize(t *testing.T) {
-	v1 := sizedSet("exporter:v1", resources(cpuMem("250m", "64Mi"), cpuMem("250m", "64Mi")))
-	v2 := sizedSet("exporter:v2", resources(nil, cpuMem("500m", "128Mi")))
-	pod := guaranteedPod("p01", v1)
-	latest := resizableLatest(v2, v1)
-	plan, _ := Next(Input{Latest: latest, Pods: []Pod{Classify(pod, record(pod), latest)}})
-	applyUpdate(pod, plan.Updates[0])
-	pod.Status.ObservedGeneration = 0
-	pod.Spec.Containers[1].Image = "exporter:v1"
-
+	pod, latest := handEditedOverResize(true)
 	p := Classify(pod, record(pod), latest)
 	if p.Back || p.Ready || !p.Disrupting || len(p.ResizeOwed) != 1 {
 		t.Fatalf("%+v: want it counted, owing its resize", p)
 	}
-	plan, _ = Next(Input{Latest: latest, Pods: []Pod{p}})
+	plan, _ := Next(Input{Latest: latest, Pods: []Pod{p}})
 	if len(plan.Updates) != 1 || plan.Updates[0].Action != ActionResize || plan.Updates[0].Disrupts {
 		t.Errorf("updates %+v, want the owed resize, within the pod's slot", plan.Updates)
 	}
