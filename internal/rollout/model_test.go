@@ -129,6 +129,10 @@ var modelKept = []struct {
 		"write: its minReadySeconds ran from that restart, and the model held p00 down after the planner released it " +
 		"(s0's record of p00 says its write released, which the world says has it down)",
 		"n0-skew=1 n1-skew=1 n2-skew=0 sets=1 s0-groups=a,c s0-native=1 s0-init=0 s0-hot=1 s0-maxUnavailable=1 s0-minReadySeconds=3 s0-deadline=300 s0-order=1 s0-weight=69 s0-weight-group=0 s0-driftPolicy=1 pods=10 group=0 neverReady=2 node=2 oldKubelet=4 group=0 neverReady=4 node=2 oldKubelet=2 group=0 neverReady=5 node=2 oldKubelet=3 group=1 neverReady=4 node=2 oldKubelet=0 group=2 neverReady=3 node=1 oldKubelet=4 group=2 neverReady=5 node=1 oldKubelet=4 group=0 neverReady=1 node=2 oldKubelet=1 group=2 neverReady=0 node=0 oldKubelet=3 group=0 neverReady=1 node=1 oldKubelet=3 group=0 neverReady=3 node=0 oldKubelet=2 budgets=0 warm=1 warm=1 warm=0 warm=1 warm=1 warm=0 warm=0 warm=0 warm=1 warm=0 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 warm=1 warm=0 warm=0 warm=1 warm=1 warm=0 warm=0 warm=1 warm=1 warm=1 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=1 warm=0 steps=24 action=1 pod=2 action=0 pod=0 action=0 pod=0 action=9 action=10 group=1 neverReady=3 node=1 oldKubelet=1 warm=0 action=0 pod=1 action=14 pod=4 flaps=0 action=2 pod=0 action=9 action=11 pod=1 edited=1 edit=1 action=0 pod=9 action=1 pod=4 action=0 pod=0 action=10 group=0 neverReady=0 node=2 oldKubelet=1 warm=1 warm=0 warm=0 warm=0 warm=0 action=12 set=0 native-memory=0 memory=2 action=1 pod=4 action=0 pod=1 action=4 set=0 lag=2 resize-lost=1 resize-lost=0 resize-lost=3 resize-lost=1 resize-lost=0 resize-lost=2 action=11 pod=0 edited=3 edit=0 action=8 set=0 strategy=1 action=0 pod=9 action=14 pod=2 flaps=2 action=1 pod=6 action=1 pod=1 warm=0 resize-lost=1 resize-lost=1 warm=0 warm=0 warm=0 warm=1 warm=0 warm=1 warm=1 warm=0 warm=1 warm=0 warm=0 warm=1 resize-lost=0"},
+	{"the model ended a write's disruption at a hand edit of its sidecar's image though the write's resize of that " +
+		"sidecar was lost and still owed; the planner wrote the owed resize within the pod's slot, and the model took it " +
+		"for a new disruption beside an eviction (budget pdb0 (maxUnavailable 1): [p02r p05r] unhealthy at once)",
+		"n0-skew=0 n1-skew=0 n2-skew=0 policy=0 sets=1 s0-groups=c,b s0-native=0 s0-init=0 s0-hot=0 s0-maxUnavailable=2 s0-minReadySeconds=0 s0-deadline=30 s0-order=3 s0-scatter-group=0 s0-driftPolicy=0 pods=9 group=0 neverReady=0 node=0 oldKubelet=0 group=0 neverReady=1 node=0 oldKubelet=0 group=2 neverReady=0 node=0 oldKubelet=0 group=2 neverReady=2 node=0 oldKubelet=1 group=1 neverReady=1 node=0 oldKubelet=1 group=2 neverReady=4 node=0 oldKubelet=4 group=0 neverReady=5 node=0 oldKubelet=1 group=0 neverReady=2 node=0 oldKubelet=0 group=2 neverReady=5 node=0 oldKubelet=0 budgets=2 budget-group=2 budget-maxUnavailable=1 budget-group=0 budget-maxUnavailable=2 warm=0 warm=1 warm=1 warm=1 warm=1 warm=1 warm=1 warm=1 warm=0 warm=0 warm=0 warm=1 warm=1 warm=1 steps=97 action=0 pod=1 action=1 pod=1 action=0 pod=0 action=0 pod=1 action=0 pod=1 action=1 pod=4 action=0 pod=1 action=15 evict=2 neverReady=5 node=2 oldKubelet=3 action=0 pod=1 action=0 pod=0 action=6 budget=1 action=1 pod=0 action=0 pod=1 action=0 pod=1 action=1 pod=6 action=1 pod=2 warm=0 warm=1 action=1 pod=0 action=1 pod=7 action=3 action=1 pod=4 action=0 pod=0 action=12 set=0 memory=1 action=13 node=2 action=1 pod=1 action=1 pod=7 action=1 pod=0 action=0 pod=5 action=6 budget=0 action=5 set=0 lag=0 resize-lost=0 resize-lost=1 action=2 pod=5 action=6 budget=0 action=6 budget=1 action=0 pod=1 action=11 pod=2 edited=0 edit=2 action=1 pod=1 action=0 pod=1 action=1 pod=0 action=1 pod=0 action=15 evict=2 action=0 pod=0 action=0 pod=0 action=0 pod=1 action=6 budget=1 action=2 pod=6 action=1 pod=1 action=1 pod=0 action=0 pod=8 action=6 budget=1 action=15 evict=6 neverReady=0 node=0 oldKubelet=2 action=0 pod=7 action=0 pod=0 action=0 pod=1 action=0 pod=0 action=1 pod=0 action=0 pod=1 action=0 pod=0 action=0 pod=0 action=0 pod=1 action=1 pod=0 action=1 pod=1 action=1 pod=1 action=0 pod=1 action=0 pod=1 action=0 pod=1 action=0 pod=1 action=3 warm=1 action=15 evict=5 neverReady=0 node=0 oldKubelet=2 action=5 set=0 lag=2 resize-lost=0"},
 }
 
 // TestModelView: the model's cache lags and never goes back (view).
@@ -816,7 +820,8 @@ func (m *model) readyFor(p *mpod, set string, d time.Duration) bool {
 }
 
 // backFor reports whether the disruption set made to p is over: p is
-// ready, and every sidecar of set but except runs its spec image. A change
+// ready, and every sidecar of set runs its spec image (but except, which a
+// hand edit changed) and the memory the write asked for. A change
 // someone else made to another container, still to be acted on, is not the
 // set's: the set sees the pod ready with its own work done, as it is.
 func (m *model) backFor(p *mpod, set, except string) bool {
@@ -830,8 +835,10 @@ func (m *model) backFor(p *mpod, set, except string) bool {
 		if c.waiting || c.instance == 0 || c.warm > 0 || unready(c.image) {
 			return false
 		}
-		if strings.HasPrefix(c.name, set+"-") && c.name != except &&
-			(c.image != specImage(p.pod, c.name) || c.mem != specMemory(p.pod, c.name) || p.owes(c) && !p.renewed[set]) {
+		// The image of except is someone else's; a resize of it is still
+		// the write's.
+		if strings.HasPrefix(c.name, set+"-") && (c.name != except && c.image != specImage(p.pod, c.name) ||
+			c.mem != specMemory(p.pod, c.name) || p.owes(c) && !p.renewed[set]) {
 			return false
 		}
 	}
